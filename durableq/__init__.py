@@ -1,0 +1,103 @@
+"""durableq: a durable message queue on one SQLite file, with the semantics of Amazon SQS.
+
+    import durableq
+    with durableq.open("queue.db") as broker:
+        jobs = broker.create_queue("jobs")
+        jobs.send("hello")
+        for message in jobs.receive(max_messages=10, wait_time=20):
+            ...
+            jobs.delete(message.receipt_handle)
+"""
+
+from __future__ import annotations
+
+from . import errors
+from .broker import Broker, open
+from .errors import (
+    BatchEntryIdsNotDistinct,
+    BatchRequestTooLong,
+    DatabaseCorrupt,
+    DatabaseError,
+    DatabaseFull,
+    DatabaseLocked,
+    DatabaseReadOnly,
+    DurableQError,
+    EmptyBatchRequest,
+    InvalidAttributeName,
+    InvalidAttributeValue,
+    InvalidBatchEntryId,
+    InvalidMessageContents,
+    InvalidParameterValue,
+    MessageNotInflight,
+    MissingParameter,
+    NotADurableQDatabase,
+    OverLimit,
+    QueueDoesNotExist,
+    QueueNameExists,
+    ReceiptHandleIsInvalid,
+    ResourceNotFoundException,
+    SchemaVersionTooNew,
+    TooManyEntriesInBatchRequest,
+    UnsupportedOperation,
+)
+from .queue import Queue
+from .types import (
+    Attribute,
+    BatchFailure,
+    BatchResult,
+    BatchSuccess,
+    Message,
+    MinuteMetrics,
+    MoveTask,
+    QueueStats,
+    RedriveAllowPolicy,
+    RedrivePolicy,
+    SendEntry,
+    SendResult,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Attribute",
+    "BatchEntryIdsNotDistinct",
+    "BatchFailure",
+    "BatchRequestTooLong",
+    "BatchResult",
+    "BatchSuccess",
+    "Broker",
+    "DatabaseCorrupt",
+    "DatabaseError",
+    "DatabaseFull",
+    "DatabaseLocked",
+    "DatabaseReadOnly",
+    "DurableQError",
+    "EmptyBatchRequest",
+    "InvalidAttributeName",
+    "InvalidAttributeValue",
+    "InvalidBatchEntryId",
+    "InvalidMessageContents",
+    "InvalidParameterValue",
+    "Message",
+    "MessageNotInflight",
+    "MinuteMetrics",
+    "MissingParameter",
+    "MoveTask",
+    "NotADurableQDatabase",
+    "OverLimit",
+    "Queue",
+    "QueueDoesNotExist",
+    "QueueNameExists",
+    "QueueStats",
+    "ReceiptHandleIsInvalid",
+    "RedriveAllowPolicy",
+    "RedrivePolicy",
+    "ResourceNotFoundException",
+    "SchemaVersionTooNew",
+    "SendEntry",
+    "SendResult",
+    "TooManyEntriesInBatchRequest",
+    "UnsupportedOperation",
+    "errors",
+    "open",
+]

@@ -1,0 +1,171 @@
+"""``open`` and ``Broker``: one durableq file and the queues in it."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from . import limits, queues, validation
+from .database import Database, prepare_file
+from .errors import InvalidParameterValue
+from .migrate import ensure_schema
+from .queue import Queue
+from .runtime import Runtime
+from .types import MoveTask, RedriveAllowPolicy, RedrivePolicy
+
+
+def open(  # noqa: A001 - the public name the spec gives
+    path: str | os.PathLike[str],
+    *,
+    clock: Callable[[], float] | None = None,
+    durability: str = limits.DEFAULT_DURABILITY,
+    busy_timeout: float = limits.DEFAULT_BUSY_TIMEOUT,
+) -> Broker:
+    """Open (creating and migrating if needed) the durableq database at ``path``.
+
+    ``clock`` returns seconds since the epoch (default ``time.time``); tests
+    pass a fake one.  ``durability="full"`` fsyncs every commit, so a returned
+    send survives power loss; ``"normal"`` survives a process crash only.
+    ``busy_timeout`` bounds how long a call waits for another writer.
+    """
+    validation.choice("durability", durability, limits.DURABILITY_LEVELS)
+    if clock is not None and not callable(clock):
+        raise InvalidParameterValue("clock must be a callable returning seconds since the epoch")
+    if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, (int, float)) or not busy_timeout >= 0:
+        raise InvalidParameterValue(f"busy_timeout must be a number of seconds >= 0; got {busy_timeout!r}")
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidParameterValue(f"path must be a file path; got {type(path).__name__}")
+    file = Path(path)
+    prepare_file(file, limits.DEFAULT_FILE_MODE)
+    db = Database(file, durability=durability, busy_timeout=float(busy_timeout))
+    try:
+        ensure_schema(db)
+    except BaseException:
+        db.close()
+        raise
+    return Broker(Runtime(db, clock or time.time))
+
+
+class Broker:
+    """An open durableq file.  Thread-safe; each thread uses its own SQLite connection."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._rt = runtime
+
+    @property
+    def path(self) -> Path:
+        return self._rt.db.path
+
+    @property
+    def durability(self) -> str:
+        return self._rt.db.durability
+
+    def __repr__(self) -> str:
+        return f"<durableq.Broker {str(self.path)!r} durability={self.durability!r}>"
+
+    def __enter__(self) -> Broker:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop this broker's move-task runners, write its pending counters, close its connections."""
+        self._rt.close()
+
+    # -- queues -----------------------------------------------------------------
+
+    def create_queue(
+        self,
+        name: str,
+        *,
+        fifo: bool = False,
+        visibility_timeout: int = limits.DEFAULT_VISIBILITY_TIMEOUT,
+        delay_seconds: int = limits.DEFAULT_DELAY_SECONDS,
+        retention_period: int = limits.DEFAULT_RETENTION_PERIOD,
+        receive_wait_time: int = limits.DEFAULT_RECEIVE_WAIT_TIME,
+        maximum_message_size: int = limits.DEFAULT_MAXIMUM_MESSAGE_SIZE,
+        content_based_deduplication: bool = False,
+        deduplication_scope: str = limits.DEFAULT_DEDUPLICATION_SCOPE,
+        redrive_policy: RedrivePolicy | None = None,
+        redrive_allow_policy: RedriveAllowPolicy | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> Queue:
+        """Create a queue, or return the existing one if its attributes are identical."""
+        if not isinstance(fifo, bool):
+            raise InvalidParameterValue(f"fifo must be True or False; got {fifo!r}")
+        validation.queue_name(name, fifo=fifo)
+        settings: dict[str, Any] = {
+            "visibility_timeout": visibility_timeout,
+            "delay_seconds": delay_seconds,
+            "retention_period": retention_period,
+            "receive_wait_time": receive_wait_time,
+            "maximum_message_size": maximum_message_size,
+            "redrive_policy": redrive_policy,
+            "redrive_allow_policy": redrive_allow_policy,
+        }
+        # FIFO-only settings reach a standard queue's checks only when set, so they are refused.
+        if fifo or content_based_deduplication is not False:
+            settings["content_based_deduplication"] = content_based_deduplication
+        if fifo or deduplication_scope != limits.DEFAULT_DEDUPLICATION_SCOPE:
+            settings["deduplication_scope"] = deduplication_scope
+        checked_tags = validation.tags(tags) if tags else {}
+        if len(checked_tags) > limits.MAX_TAGS:
+            raise InvalidParameterValue(f"a queue holds at most {limits.MAX_TAGS} tags; got {len(checked_tags)}")
+        with self._rt.db.write() as conn:
+            queue, created = queues.create(conn, name, fifo, settings, self._rt.now_ms())
+            if created and checked_tags:
+                queues.set_tags(conn, queue, checked_tags)
+        return Queue(self._rt, name, fifo)
+
+    def get_queue(self, name: str) -> Queue:
+        """The queue called ``name``; QueueDoesNotExist if there is none."""
+        validation.queue_name(name)
+        with self._rt.db.statement() as conn:
+            queue = self._rt.catalog.get(conn, name)
+        return Queue(self._rt, name, queue.fifo)
+
+    def list_queues(self, prefix: str = "") -> list[str]:
+        """Names of the queues that start with ``prefix``, sorted."""
+        with self._rt.db.read() as conn:
+            return queues.list_names(conn, prefix)
+
+    def delete_queue(self, name: str) -> None:
+        """Delete a queue and its messages; the name can be used again at once."""
+        validation.queue_name(name)
+        with self._rt.db.write() as conn:
+            queues.delete(conn, queues.load(conn, name))
+        self._rt.catalog.forget(name)
+
+    def dead_letter_source_queues(self, name: str) -> list[str]:
+        """Queues whose redrive policy names ``name`` as their dead-letter queue."""
+        validation.queue_name(name)
+        with self._rt.db.read() as conn:
+            queues.load(conn, name)
+            return queues.dead_letter_sources(conn, name)
+
+    # -- message move tasks -----------------------------------------------------
+
+    def start_message_move(
+        self, source: str, destination: str | None = None, max_per_second: int | None = None
+    ) -> MoveTask:
+        """Move messages out of dead-letter queue ``source``: back where they came from, or to ``destination``."""
+        return self._rt.moves.start(source, destination, max_per_second)
+
+    def list_message_moves(self, source: str) -> list[MoveTask]:
+        """The message move tasks of ``source``, newest first."""
+        return self._rt.moves.list(source)
+
+    def cancel_message_move(self, task_handle: str) -> MoveTask:
+        """Ask a running task to stop; it moves nothing more after its current batch."""
+        return self._rt.moves.cancel(task_handle)
+
+    def wait_for_message_move(self, task_handle: str, timeout: float | None = None) -> None:
+        """Block until a task started by this broker has ended (or ``timeout`` seconds pass)."""
+        self._rt.moves.wait(task_handle, timeout)

@@ -1,0 +1,244 @@
+"""The connector: opens the SQLite file, hands out per-thread connections,
+runs transactions, and translates driver errors into durableq errors.
+
+This is the only module that talks to ``sqlite3`` exceptions; everything
+above it sees :mod:`durableq.errors`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from .errors import (
+    DatabaseCorrupt,
+    DatabaseError,
+    DatabaseFull,
+    DatabaseLocked,
+    DatabaseReadOnly,
+    NotADurableQDatabase,
+)
+from .schema import APPLICATION_ID
+
+log = logging.getLogger(__name__)
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
+
+
+def translate(exc: sqlite3.Error, path: Path, busy_timeout: float) -> DatabaseError:
+    """The durableq error for a driver error (raise it ``from exc``)."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    text = str(exc)
+    if name.startswith("SQLITE_BUSY") or name.startswith("SQLITE_LOCKED") or "locked" in text:
+        return DatabaseLocked(
+            f"{path} stayed locked by another connection for more than {busy_timeout:g} s "
+            "(the busy timeout); retry, or raise busy_timeout"
+        )
+    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "not a database" in text or "malformed" in text:
+        return DatabaseCorrupt(f"{path} is damaged or is not an SQLite database ({text})")
+    if name.startswith("SQLITE_READONLY") or "readonly" in text:
+        return DatabaseReadOnly(f"{path} cannot be written: {text}; check the file and directory permissions")
+    if name.startswith("SQLITE_FULL") or "disk is full" in text or "file too large" in text:
+        return DatabaseFull(f"{path}: the disk or a file size limit is full ({text}); nothing was written")
+    if name.startswith("SQLITE_CANTOPEN"):
+        return DatabaseError(f"{path} cannot be opened: {text}; check that the directory exists and is writable")
+    return DatabaseError(f"{path}: {text}")
+
+
+class Database:
+    """One durableq file: configured connections (one per thread) and transactions."""
+
+    def __init__(self, path: Path, *, durability: str, busy_timeout: float) -> None:
+        self.path = path
+        self.durability = durability
+        self.busy_timeout = busy_timeout
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._connections: list[sqlite3.Connection] = []
+        self._pid = os.getpid()
+        self._closed = False
+
+    # -- connections -------------------------------------------------------
+
+    def connect(self) -> sqlite3.Connection:
+        """A new connection with durableq's pragmas, in autocommit mode (we issue BEGIN ourselves)."""
+        try:
+            conn = sqlite3.connect(
+                self.path,
+                timeout=self.busy_timeout,
+                isolation_level=None,
+                check_same_thread=False,
+                cached_statements=256,
+            )
+            conn.execute(f"PRAGMA synchronous = {_SYNCHRONOUS[self.durability]}")
+            conn.execute("PRAGMA temp_store = MEMORY")
+            conn.execute("PRAGMA journal_size_limit = 67108864")
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path, self.busy_timeout) from exc
+        return conn
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """This thread's connection, opened on first use."""
+        if self._pid != os.getpid():
+            # A forked child must not use its parent's SQLite connections; drop them unclosed.
+            self._local = threading.local()
+            self._connections = []
+            self._pid = os.getpid()
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            if self._closed:
+                raise DatabaseError(f"{self.path}: the broker is closed")
+            conn = self.connect()
+            self._local.conn = conn
+            with self._lock:
+                self._connections.append(conn)
+        return conn
+
+    def close(self) -> None:
+        self._closed = True
+        with self._lock:
+            connections, self._connections = self._connections, []
+        for conn in connections:
+            try:
+                conn.close()
+            except sqlite3.Error:  # pragma: no cover - closing is best effort
+                log.debug("closing a connection to %s failed", self.path, exc_info=True)
+        self._local = threading.local()
+
+    # -- transactions ------------------------------------------------------
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction: ``BEGIN IMMEDIATE`` takes the write lock up front,
+        so it never fails half-way on a lock upgrade."""
+        conn = self.conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path, self.busy_timeout) from exc
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            _rollback(conn)
+            raise translate(exc, self.path, self.busy_timeout) from exc
+        except BaseException:
+            _rollback(conn)
+            raise
+
+    def statement(self) -> _Statement:
+        """This thread's connection for statements that commit on their own (autocommit):
+        a single ``INSERT``/``UPDATE … RETURNING``/``DELETE`` is atomic and takes the write
+        lock when it starts, so it needs no explicit transaction."""
+        return _Statement(self)
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction: one consistent snapshot for several statements."""
+        conn = self.conn
+        try:
+            conn.execute("BEGIN")
+            yield conn
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            _rollback(conn)
+            raise translate(exc, self.path, self.busy_timeout) from exc
+        except BaseException:
+            _rollback(conn)
+            raise
+
+    def data_version(self) -> int:
+        """Changes whenever another connection commits (cheap: no table is read)."""
+        try:
+            return self.conn.execute("PRAGMA data_version").fetchone()[0]
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path, self.busy_timeout) from exc
+
+
+class _Statement:
+    """Context manager of :meth:`Database.statement` (a class: it is on every hot path)."""
+
+    __slots__ = ("_db",)
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def __enter__(self) -> sqlite3.Connection:
+        return self._db.conn
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        if isinstance(exc, sqlite3.Error):
+            raise translate(exc, self._db.path, self._db.busy_timeout) from exc
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:  # pragma: no cover - SQLite may have rolled back already
+            log.debug("rollback failed", exc_info=True)
+
+
+def prepare_file(path: Path, file_mode: int) -> None:
+    """Create ``path`` readable by its owner only, or check that the existing file is SQLite.
+
+    Nothing is written to an existing file here, so a file that turns out not
+    to be ours is left as it was.
+    """
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, file_mode)
+    except FileExistsError:
+        pass
+    except PermissionError as exc:
+        raise DatabaseReadOnly(f"cannot create {path}: {exc.strerror}; check the directory permissions") from exc
+    except FileNotFoundError as exc:
+        raise DatabaseError(f"cannot create {path}: the directory does not exist") from exc
+    else:
+        os.close(fd)
+        return
+    if path.is_dir():
+        raise DatabaseError(f"{path} is a directory; give the path of a database file")
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(len(_SQLITE_MAGIC))
+    except PermissionError as exc:
+        raise DatabaseReadOnly(f"cannot read {path}: {exc.strerror}") from exc
+    if header and header != _SQLITE_MAGIC[: len(header)] or 0 < len(header) < len(_SQLITE_MAGIC):
+        raise DatabaseCorrupt(f"{path} is not an SQLite database (its header is wrong); it was left untouched")
+
+
+def identify(conn: sqlite3.Connection, path: Path) -> bool:
+    """True if ``conn`` holds a durableq database, False if it is empty; else raise."""
+    (application_id,) = conn.execute("PRAGMA application_id").fetchone()
+    if application_id == APPLICATION_ID:
+        return True
+    (tables,) = conn.execute(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+    ).fetchone()
+    if application_id == 0 and tables == 0:
+        return False
+    raise NotADurableQDatabase(
+        f"{path} is an SQLite database of another application (application_id "
+        f"{application_id:#x}, {tables} tables); durableq leaves it untouched"
+    )
+
+
+def configure_new(conn: sqlite3.Connection) -> None:
+    """Settings stored in a new file (inside the creating transaction where SQLite allows)."""
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+
+
+def use_wal(conn: sqlite3.Connection) -> None:
+    """WAL lets readers run beside the one writer; the mode is stored in the file."""
+    (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+    if mode.lower() != "wal":
+        raise DatabaseError(f"could not switch the database to WAL mode (it is in {mode} mode)")
+
+

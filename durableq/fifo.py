@@ -1,0 +1,266 @@
+"""FIFO rules: message groups, deduplication and receive attempts.
+
+Every group with messages has a row in ``fifo_groups`` whose ``available_at``
+says when the group may next be served: when its head message is visible and
+none of its messages is in flight.  A receive reads the first available
+groups from an index, so it never scans groups that are in flight, however
+many there are.  Whatever changes a group's head or its in-flight messages
+(receive, delete, change visibility, expiry, a dead-letter move) keeps the
+row true, in the same transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+
+from . import limits
+from .messages import CLAIM_IDS, COLUMNS, to_message
+from .queues import QueueConfig
+from .types import Message
+
+_DEDUP_INTERVAL_MS = limits.DEDUPLICATION_INTERVAL * 1000
+_ATTEMPT_INTERVAL_MS = limits.RECEIVE_ATTEMPT_INTERVAL * 1000
+#: How many available groups one receive looks at before giving up (stale rows get refreshed).
+_MAX_GROUPS_PER_RECEIVE = 100
+
+# -- deduplication -----------------------------------------------------------
+
+
+def find_duplicate(
+    conn: sqlite3.Connection, queue_id: int, scope: str, dedup_id: str, now: int
+) -> tuple[str, int] | None:
+    """The message id and sequence a deduplication id was accepted for in the last 5 minutes."""
+    row = conn.execute(
+        "SELECT message_id, sequence FROM fifo_deduplication "
+        "WHERE queue_id = ? AND scope = ? AND deduplication_id = ? AND expires_at > ?",
+        (queue_id, scope, dedup_id, now),
+    ).fetchone()
+    return None if row is None else (row[0], row[1])
+
+
+def remember(
+    conn: sqlite3.Connection, queue_id: int, scope: str, dedup_id: str, message_id: str, sequence: int, now: int
+) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO fifo_deduplication "
+        "(queue_id, scope, deduplication_id, message_id, sequence, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+        (queue_id, scope, dedup_id, message_id, sequence, now + _DEDUP_INTERVAL_MS),
+    )
+
+
+def forget_expired(conn: sqlite3.Connection, queue_id: int, now: int) -> None:
+    """Drop deduplication ids and receive attempts older than their 5-minute windows."""
+    conn.execute("DELETE FROM fifo_deduplication WHERE queue_id = ? AND expires_at <= ?", (queue_id, now))
+    conn.execute("DELETE FROM receive_attempts WHERE queue_id = ? AND expires_at <= ?", (queue_id, now))
+
+
+# -- groups ------------------------------------------------------------------
+
+
+def add_to_group(conn: sqlite3.Connection, queue_id: int, group_id: str, visible_at: int) -> None:
+    """A message joined ``group_id`` at its tail: only a new group changes availability."""
+    conn.execute(
+        "INSERT INTO fifo_groups (queue_id, group_id, available_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (queue_id, group_id) DO NOTHING",
+        (queue_id, group_id, visible_at),
+    )
+
+
+def refresh_groups(conn: sqlite3.Connection, queue_id: int, group_ids: Iterable[str]) -> None:
+    """Recompute ``available_at`` of groups whose head or in-flight messages changed."""
+    for group_id in set(group_ids):
+        available_at = _available_at(conn, queue_id, group_id)
+        if available_at is None:
+            conn.execute("DELETE FROM fifo_groups WHERE queue_id = ? AND group_id = ?", (queue_id, group_id))
+        else:
+            conn.execute(
+                "UPDATE fifo_groups SET available_at = ? WHERE queue_id = ? AND group_id = ?",
+                (available_at, queue_id, group_id),
+            )
+
+
+def _available_at(conn: sqlite3.Connection, queue_id: int, group_id: str) -> int | None:
+    """The head's visible time, or the latest end of visibility among the messages received
+    from the head on (receives take a run from the head, so that run holds every message
+    in flight); None for an empty group."""
+    rows = conn.execute(
+        "SELECT visible_at, receipt_handle IS NOT NULL FROM messages "
+        "WHERE queue_id = ? AND group_id = ? ORDER BY sequence",
+        (queue_id, group_id),
+    )
+    available_at = None
+    try:
+        for visible_at, received in rows:
+            if available_at is None:
+                available_at = visible_at
+            elif received:
+                available_at = max(available_at, visible_at)
+            if not received:
+                break
+    finally:
+        rows.close()
+    return available_at
+
+
+def _block_groups(conn: sqlite3.Connection, queue_id: int, group_ids: Iterable[str], until: int) -> None:
+    conn.executemany(
+        "UPDATE fifo_groups SET available_at = ? WHERE queue_id = ? AND group_id = ?",
+        [(until, queue_id, g) for g in set(group_ids)],
+    )
+
+
+# -- receive -----------------------------------------------------------------
+
+
+def choose(
+    conn: sqlite3.Connection, queue: QueueConfig, limit: int, now: int, redrive: bool
+) -> tuple[list[tuple[int, str]], list[tuple[int, str]], set[str]]:
+    """Pick up to ``limit`` messages, group by group, each group from its head in order.
+
+    Returns the (row id, group) pairs to receive, those to move to the
+    dead-letter queue instead (when ``redrive``), and groups whose row must be
+    refreshed although nothing of them is received.
+    """
+    expired_before = now - queue.retention_period * 1000
+    max_receives = queue.max_receive_count or 0
+    chosen: list[tuple[int, str]] = []
+    to_dead_letter: list[tuple[int, str]] = []
+    stale: set[str] = set()
+    groups = conn.execute(
+        "SELECT group_id FROM fifo_groups WHERE queue_id = ? AND available_at <= ? "
+        "ORDER BY available_at, id LIMIT ?",
+        (queue.id, now, _MAX_GROUPS_PER_RECEIVE),
+    ).fetchall()
+    for (group_id,) in groups:
+        if len(chosen) >= limit:
+            break
+        taken_before = len(chosen)
+        rows = conn.execute(
+            "SELECT id, visible_at, enqueued_at, receive_count FROM messages "
+            "WHERE queue_id = ? AND group_id = ? ORDER BY sequence",
+            (queue.id, group_id),
+        )
+        try:
+            for row_id, visible_at, enqueued_at, receive_count in rows:
+                if enqueued_at <= expired_before:
+                    stale.add(group_id)  # expired: never returned; the sweep removes it
+                    continue
+                if redrive and receive_count >= max_receives:
+                    to_dead_letter.append((row_id, group_id))
+                    stale.add(group_id)
+                    continue
+                if visible_at > now or len(chosen) >= limit:
+                    break
+                chosen.append((row_id, group_id))
+        finally:
+            rows.close()
+        if len(chosen) == taken_before:
+            stale.add(group_id)
+    return chosen, to_dead_letter, stale
+
+
+def claim(
+    conn: sqlite3.Connection, queue: QueueConfig, chosen: list[tuple[int, str]], visible_at: int, now: int
+) -> list[Message]:
+    """Put the chosen rows in flight and block their groups until ``visible_at``."""
+    if not chosen:
+        return []
+    order = {row_id: position for position, (row_id, _) in enumerate(chosen)}
+    rows = conn.execute(
+        CLAIM_IDS, {"ids": json.dumps(list(order)), "visible_at": visible_at, "now": now}
+    ).fetchall()
+    rows.sort(key=lambda row: order[row[0]])
+    _block_groups(conn, queue.id, (g for _, g in chosen), visible_at)
+    return [to_message(row) for row in rows]
+
+
+def replay_attempt(
+    conn: sqlite3.Connection, queue: QueueConfig, attempt_id: str, visible_at: int, now: int
+) -> list[Message] | None:
+    """The messages of an earlier receive with this attempt id, if none changed since.
+
+    Their visibility timeout starts again, as SQS does for a retried attempt.
+    """
+    row = conn.execute(
+        "SELECT messages FROM receive_attempts WHERE queue_id = ? AND attempt_id = ? AND expires_at > ?",
+        (queue.id, attempt_id, now),
+    ).fetchone()
+    if row is None:
+        return None
+    recorded: list[list] = json.loads(row[0])
+    if not recorded:
+        return None
+    ids = [entry[0] for entry in recorded]
+    current = {
+        row_id: (handle, visible, group_id)
+        for row_id, handle, visible, group_id in conn.execute(
+            "SELECT id, receipt_handle, visible_at, group_id FROM messages "
+            "WHERE queue_id = ? AND id IN (SELECT value FROM json_each(?))",
+            (queue.id, json.dumps(ids)),
+        )
+    }
+    if any(current.get(row_id, (None, None))[:2] != (handle, visible) for row_id, handle, visible in recorded):
+        return None
+    # Restart the visibility timeout, within the 12-hour cap of each receive.
+    rows = conn.execute(
+        "UPDATE messages SET visible_at = min(?, received_at + ?) "
+        f"WHERE id IN (SELECT value FROM json_each(?)) RETURNING {COLUMNS}, visible_at",
+        (visible_at, limits.MAX_TOTAL_VISIBILITY * 1000, json.dumps(ids)),
+    ).fetchall()
+    position = {row_id: i for i, row_id in enumerate(ids)}
+    rows.sort(key=lambda r: position[r[0]])
+    _block_groups(conn, queue.id, (g for _, _, g in current.values()), max(r[-1] for r in rows))
+    _store_attempt(conn, queue.id, attempt_id, [[r[0], r[4], r[-1]] for r in rows], now, keep_expiry=True)
+    return [to_message(r[:-1]) for r in rows]
+
+
+def record_attempt(
+    conn: sqlite3.Connection, queue_id: int, attempt_id: str, received: list[Message], row_ids: list[int], visible_at: int, now: int
+) -> None:
+    """Remember what a receive with ``attempt_id`` returned, for retries within 5 minutes."""
+    entries = [[row_id, message.receipt_handle, visible_at] for row_id, message in zip(row_ids, received)]
+    _store_attempt(conn, queue_id, attempt_id, entries, now, keep_expiry=False)
+
+
+def _store_attempt(
+    conn: sqlite3.Connection, queue_id: int, attempt_id: str, entries: list[list], now: int, keep_expiry: bool
+) -> None:
+    if keep_expiry:
+        conn.execute(
+            "UPDATE receive_attempts SET messages = ? WHERE queue_id = ? AND attempt_id = ?",
+            (json.dumps(entries), queue_id, attempt_id),
+        )
+    else:
+        conn.execute(
+            "INSERT OR REPLACE INTO receive_attempts (queue_id, attempt_id, expires_at, messages) VALUES (?, ?, ?, ?)",
+            (queue_id, attempt_id, now + _ATTEMPT_INTERVAL_MS, json.dumps(entries)),
+        )
+
+
+# -- moving messages in ------------------------------------------------------
+
+
+def append_moved(
+    conn: sqlite3.Connection, target: QueueConfig, rows: list[tuple[int, str]], now: int, updates: str, params: dict
+) -> None:
+    """Move rows (id, group) of another queue to the tail of their groups in FIFO queue ``target``.
+
+    They get ``target``'s next sequence numbers in the given order, restart
+    their enqueue time and are visible at once; ``updates`` adds SET clauses
+    (with ``params``) of the caller's kind of move.
+    """
+    (sequence,) = conn.execute("SELECT next_sequence FROM queues WHERE id = ?", (target.id,)).fetchone()
+    batch = []
+    for row_id, _group in rows:
+        sequence += 1
+        batch.append({**params, "id": row_id, "sequence": sequence, "queue_id": target.id, "now": now})
+    conn.executemany(
+        "UPDATE messages SET queue_id = :queue_id, sequence = :sequence, enqueued_at = :now, "
+        f"visible_at = :now, receipt_handle = NULL, received_at = NULL, {updates} WHERE id = :id",
+        batch,
+    )
+    conn.execute("UPDATE queues SET next_sequence = ? WHERE id = ?", (sequence, target.id))
+    for _row_id, group_id in rows:
+        add_to_group(conn, target.id, group_id, now)

@@ -1,0 +1,79 @@
+"""Every limit and default of durableq, in one place.
+
+Validation, the CLI help and the README read these names; nothing else
+hard-codes a number that belongs here.  Times are seconds unless the name
+says otherwise.
+"""
+
+from __future__ import annotations
+
+# Queue attributes: defaults and allowed ranges (SPEC §2).
+DEFAULT_VISIBILITY_TIMEOUT = 30
+MAX_VISIBILITY_TIMEOUT = 43_200
+#: A receive plus all its visibility extensions ends at most this long after the receive.
+MAX_TOTAL_VISIBILITY = 43_200
+
+DEFAULT_DELAY_SECONDS = 0
+MAX_DELAY_SECONDS = 900
+
+DEFAULT_RETENTION_PERIOD = 345_600
+MIN_RETENTION_PERIOD = 60
+MAX_RETENTION_PERIOD = 1_209_600
+
+DEFAULT_RECEIVE_WAIT_TIME = 0
+MAX_RECEIVE_WAIT_TIME = 20
+
+DEFAULT_MAXIMUM_MESSAGE_SIZE = 262_144
+MIN_MAXIMUM_MESSAGE_SIZE = 1_024
+MAX_MAXIMUM_MESSAGE_SIZE = 1_048_576
+
+# Messages and batches.
+DEFAULT_MAX_MESSAGES = 1
+MAX_MESSAGES_PER_RECEIVE = 10
+MAX_BATCH_ENTRIES = 10
+MAX_BATCH_BYTES = 1_048_576
+MAX_BATCH_ENTRY_ID_LENGTH = 80
+MAX_MESSAGE_ATTRIBUTES = 10
+MAX_ATTRIBUTE_NAME_LENGTH = 256
+MAX_ATTRIBUTE_TYPE_LENGTH = 256
+
+MAX_IN_FLIGHT_STANDARD = 120_000
+MAX_IN_FLIGHT_FIFO = 20_000
+
+# FIFO.
+FIFO_SUFFIX = ".fifo"
+DEDUPLICATION_INTERVAL = 300
+RECEIVE_ATTEMPT_INTERVAL = 300
+MAX_FIFO_ID_LENGTH = 128
+DEDUPLICATION_SCOPES = ("queue", "messageGroup")
+DEFAULT_DEDUPLICATION_SCOPE = "queue"
+
+# Dead letters and message move tasks.
+MIN_MAX_RECEIVE_COUNT = 1
+MAX_MAX_RECEIVE_COUNT = 1_000
+REDRIVE_PERMISSIONS = ("allowAll", "denyAll", "byQueue")
+MAX_REDRIVE_SOURCE_QUEUES = 10
+#: Messages moved per transaction by a message move task.
+MOVE_TASK_BATCH = 100
+#: A RUNNING task whose runner has not reported for this long is marked FAILED.
+MOVE_TASK_STALE_AFTER = 30.0
+
+# Names and tags.
+MAX_QUEUE_NAME_LENGTH = 80
+MAX_TAG_KEY_LENGTH = 128
+MAX_TAG_VALUE_LENGTH = 256
+MAX_TAGS = 50
+
+# The database file.
+DURABILITY_LEVELS = ("full", "normal")
+DEFAULT_DURABILITY = "full"
+#: How long a call waits for another writer before raising DatabaseLocked.
+DEFAULT_BUSY_TIMEOUT = 10.0
+#: New database files (and so their WAL) are readable by their owner only.
+DEFAULT_FILE_MODE = 0o600
+
+# Internal pacing; not part of the contract, but kept with the other numbers.
+#: How often an idle long poll looks for commits from other connections.
+LONG_POLL_INTERVAL = 0.005
+#: Expired messages are swept from a queue at most this often (broker clock).
+RETENTION_SWEEP_INTERVAL = 1.0

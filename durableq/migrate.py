@@ -1,0 +1,141 @@
+"""Schema migrations: alembic, run on the durableq file under a file lock.
+
+``durableq.open`` calls :func:`ensure_schema`; the CLI's ``db`` commands call
+:func:`upgrade`, :func:`current` and :func:`history`.  alembic is imported
+only when a file actually needs migrating, so opening an up-to-date file
+stays fast.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from filelock import FileLock, Timeout
+
+from . import migrations
+from .database import Database, configure_new, identify, translate, use_wal
+from .errors import DatabaseLocked, SchemaVersionTooNew
+from .schema import SCHEMA_REVISION
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+# The package maps the repository's top-level migrations/ folder to durableq.migrations.
+MIGRATIONS_DIR = Path(migrations.__file__).resolve().parent
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    """One alembic revision, as ``db history`` shows it."""
+
+    revision: str
+    down_revision: str | None
+    description: str
+    is_head: bool
+
+
+def alembic_config(db: Database) -> Config:
+    """An alembic configuration whose migrations run on ``db``'s own connections."""
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.attributes["durableq_database"] = db
+    return config
+
+
+def _revision(conn: sqlite3.Connection) -> str | None:
+    has_table = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'"
+    ).fetchone()
+    if not has_table:
+        return None
+    row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+    return row[0] if row else None
+
+
+def current(db: Database) -> str | None:
+    """The revision the file is at (``None`` for a file never migrated)."""
+    try:
+        return _revision(db.conn)
+    except sqlite3.Error as exc:
+        raise translate(exc, db.path, db.busy_timeout) from exc
+
+
+def history(db: Database) -> list[Revision]:
+    """Every revision this durableq knows, newest first."""
+    from alembic.script import ScriptDirectory
+
+    scripts = ScriptDirectory.from_config(alembic_config(db))
+    heads = set(scripts.get_heads())
+    return [
+        Revision(
+            revision=script.revision,
+            down_revision=script.down_revision if isinstance(script.down_revision, str) else None,
+            description=script.doc,
+            is_head=script.revision in heads,
+        )
+        for script in scripts.walk_revisions()
+    ]
+
+
+def _check_known(db: Database, revision: str | None) -> None:
+    if revision is None or revision == SCHEMA_REVISION:
+        return
+    known = {r.revision for r in history(db)}
+    if revision not in known:
+        raise SchemaVersionTooNew(
+            f"{db.path} is at schema revision {revision!r}, written by a newer durableq; "
+            f"this version knows up to {SCHEMA_REVISION!r}: upgrade durableq to open it"
+        )
+
+
+def upgrade(db: Database, target: str = "head") -> str | None:
+    """Migrate the file to ``target`` under the file lock; returns the new revision."""
+    from alembic import command
+
+    lock = FileLock(f"{db.path}.lock")
+    try:
+        with lock.acquire(timeout=db.busy_timeout):
+            conn = db.conn
+            try:
+                is_ours = identify(conn, db.path)
+                _check_known(db, _revision(conn))
+                use_wal(conn)
+                if not is_ours:
+                    configure_new(conn)
+            except sqlite3.Error as exc:
+                raise translate(exc, db.path, db.busy_timeout) from exc
+            command.upgrade(alembic_config(db), target)
+    except Timeout as exc:
+        raise DatabaseLocked(
+            f"another process held the migration lock {lock.lock_file} for more than "
+            f"{db.busy_timeout:g} s"
+        ) from exc
+    return current(db)
+
+
+def downgrade(db: Database, target: str) -> str | None:
+    """Migrate down to ``target`` (``"base"`` removes every table)."""
+    from alembic import command
+
+    with FileLock(f"{db.path}.lock").acquire(timeout=db.busy_timeout):
+        command.downgrade(alembic_config(db), target)
+    return current(db)
+
+
+def ensure_schema(db: Database) -> None:
+    """Refuse files that are not ours or too new; migrate ours (or an empty file) to head."""
+    try:
+        conn = db.conn
+        identify(conn, db.path)
+        revision = _revision(conn)
+    except sqlite3.Error as exc:
+        raise translate(exc, db.path, db.busy_timeout) from exc
+    if revision == SCHEMA_REVISION:
+        return
+    _check_known(db, revision)
+    upgrade(db)

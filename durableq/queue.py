@@ -1,0 +1,223 @@
+"""``Queue``: the public handle on one queue; every method is one library call."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any
+
+from . import batch, limits, queues, send, stats, validation, visibility
+from .errors import BatchRequestTooLong, DurableQError, InvalidParameterValue
+from .runtime import Runtime
+from .types import (
+    AttributeInput,
+    BatchResult,
+    BatchSuccess,
+    Message,
+    MinuteMetrics,
+    QueueStats,
+    SendEntry,
+    SendResult,
+)
+
+
+class Queue:
+    """A queue of an open broker.  Cheap to create; safe to share between threads."""
+
+    def __init__(self, runtime: Runtime, name: str, fifo: bool) -> None:
+        self._rt = runtime
+        self._name = name
+        self._fifo = fifo
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def fifo(self) -> bool:
+        return self._fifo
+
+    def __repr__(self) -> str:
+        kind = "FIFO" if self._fifo else "standard"
+        return f"<durableq.Queue {self._name!r} ({kind}) in {str(self._rt.db.path)!r}>"
+
+    # -- settings and state ---------------------------------------------------
+
+    def _atomic(self) -> AbstractContextManager[sqlite3.Connection]:
+        """Where a one-message operation runs: on a standard queue it is a single
+        statement, atomic by itself; on a FIFO queue the group rows change too."""
+        return self._rt.db.write() if self._fifo else self._rt.db.statement()
+
+    def _fresh(self, conn: sqlite3.Connection) -> queues.QueueConfig:
+        """The queue row as of now (inside a transaction: as of that transaction)."""
+        return self._rt.catalog.get(conn, self._name, fresh=True)
+
+    def attributes(self) -> dict[str, Any]:
+        """The queue's settings, and when it was created and last changed."""
+        with self._rt.db.statement() as conn:
+            return queues.attributes(self._fresh(conn))
+
+    def set_attributes(self, **changes: Any) -> None:
+        """Change settings (the keyword names of ``create_queue``, except ``fifo`` and ``tags``)."""
+        with self._rt.db.write() as conn:
+            queues.update(conn, self._fresh(conn), changes, self._rt.now_ms())
+        self._rt.catalog.forget(self._name)
+
+    def stats(self) -> QueueStats:
+        """Approximate depth by state and the age of the oldest message; reads no full table."""
+        with self._rt.db.write() as conn:
+            queue = self._fresh(conn)
+            now = self._rt.now_ms()
+            self._rt.sweeper.maybe_sweep(conn, queue, now)
+            return stats.queue_stats(conn, queue, now)
+
+    def metrics(self, since: datetime | None = None) -> list[MinuteMetrics]:
+        """Per-minute counters (sent, received, deleted, moved, expired, empty receives), oldest first."""
+        start = 0 if since is None else int(since.timestamp() * 1000)
+        self._rt.counters.flush()  # so this process sees its own latest counts
+        with self._rt.db.read() as conn:
+            return stats.minute_metrics(conn, self._fresh(conn), start)
+
+    def purge(self) -> None:
+        """Remove every message, in every state, and forget FIFO deduplication ids."""
+        with self._rt.db.write() as conn:
+            queues.purge(conn, self._fresh(conn))
+
+    # -- tags -------------------------------------------------------------------
+
+    def tag(self, **tags: str) -> None:
+        with self._rt.db.write() as conn:
+            queues.set_tags(conn, self._fresh(conn), tags)
+
+    def untag(self, *keys: str) -> None:
+        with self._rt.db.write() as conn:
+            queues.remove_tags(conn, self._fresh(conn), keys)
+
+    def tags(self) -> dict[str, str]:
+        with self._rt.db.statement() as conn:
+            return queues.get_tags(conn, self._fresh(conn))
+
+    # -- messages ---------------------------------------------------------------
+
+    def send(
+        self,
+        body: str,
+        *,
+        delay_seconds: int | None = None,
+        attributes: Mapping[str, AttributeInput] | None = None,
+        group_id: str | None = None,
+        deduplication_id: str | None = None,
+    ) -> SendResult:
+        """Send one message; when this returns, the message is committed to the file."""
+        item = send.check(
+            body,
+            delay_seconds=delay_seconds,
+            attributes=attributes,
+            group_id=group_id,
+            deduplication_id=deduplication_id,
+        )
+        rt = self._rt
+        if not self._fifo:
+            with rt.db.statement() as conn:
+                return send.send_one(conn, self._name, item, rt.now_ms(), rt.counters)
+        with rt.db.write() as conn:
+            (result,) = send.insert(conn, self._fresh(conn), [item], rt.now_ms(), rt.counters)
+        if isinstance(result, DurableQError):
+            raise result
+        return result
+
+    def send_batch(self, entries: Sequence[SendEntry]) -> BatchResult:
+        """Send up to 10 messages in one transaction; each entry succeeds or fails on its own."""
+        if not isinstance(entries, Sequence) or not all(isinstance(e, SendEntry) for e in entries):
+            raise InvalidParameterValue("send_batch takes a list of durableq.SendEntry")
+        ids = validation.batch_ids([e.id for e in entries])
+        checked: list[send.Outgoing | DurableQError] = []
+        for entry in entries:
+            try:
+                checked.append(
+                    send.check(
+                        entry.body,
+                        delay_seconds=entry.delay_seconds,
+                        attributes=entry.attributes,
+                        group_id=entry.group_id,
+                        deduplication_id=entry.deduplication_id,
+                    )
+                )
+            except DurableQError as exc:
+                checked.append(exc)
+        total = sum(item.size for item in checked if isinstance(item, send.Outgoing))
+        if total > limits.MAX_BATCH_BYTES:
+            raise BatchRequestTooLong(
+                f"the messages of the batch add up to {total} bytes; at most {limits.MAX_BATCH_BYTES} are allowed"
+            )
+        valid = [item for item in checked if isinstance(item, send.Outgoing)]
+        rt = self._rt
+        with rt.db.write() as conn:
+            inserted = iter(send.insert(conn, self._fresh(conn), valid, rt.now_ms(), rt.counters))
+        successful, failed = [], []
+        for entry_id, item in zip(ids, checked):
+            outcome = item if isinstance(item, DurableQError) else next(inserted)
+            if isinstance(outcome, DurableQError):
+                failed.append(batch.failure(entry_id, outcome))
+            else:
+                successful.append(
+                    BatchSuccess(entry_id, outcome.message_id, outcome.sequence_number, outcome.md5_of_body)
+                )
+        return BatchResult(successful, failed)
+
+    def receive(
+        self,
+        max_messages: int = limits.DEFAULT_MAX_MESSAGES,
+        *,
+        visibility_timeout: int | None = None,
+        wait_time: int | None = None,
+        attempt_id: str | None = None,
+    ) -> list[Message]:
+        """Receive up to ``max_messages`` messages and hide them for the visibility timeout.
+
+        With a wait time (this call's, else the queue's) the call waits until a
+        message arrives or the time is up; an empty queue gives an empty list.
+        """
+        validation.integer("max_messages", max_messages, 1, limits.MAX_MESSAGES_PER_RECEIVE, "messages")
+        if visibility_timeout is not None:
+            validation.integer("visibility_timeout", visibility_timeout, 0, limits.MAX_VISIBILITY_TIMEOUT)
+        if wait_time is not None:
+            validation.integer("wait_time", wait_time, 0, limits.MAX_RECEIVE_WAIT_TIME)
+        if attempt_id is not None:
+            validation.fifo_id("attempt_id", attempt_id)
+        return self._rt.receiver.receive(self._name, max_messages, visibility_timeout, wait_time, attempt_id)
+
+    def delete(self, receipt_handle: str) -> None:
+        """Delete the message a receipt handle names."""
+        rt = self._rt
+        with self._atomic() as conn:
+            visibility.delete(conn, self._name, receipt_handle, rt.now_ms(), rt.counters)
+
+    def delete_batch(self, entries: Sequence[str | tuple[str, str]]) -> BatchResult:
+        """Delete up to 10 messages: receipt handles, or ``(id, receipt_handle)`` pairs."""
+        rows = batch.entries_with_ids(entries, 1, "a receipt handle or an (id, receipt handle) pair")
+        ids = validation.batch_ids([row[0] for row in rows])
+        rt = self._rt
+        with rt.db.write() as conn:
+            self._fresh(conn)  # the queue must exist, even if every entry fails
+            now = rt.now_ms()
+            return batch.each(ids, lambda i: visibility.delete(conn, self._name, rows[i][1], now, rt.counters))
+
+    def change_visibility(self, receipt_handle: str, timeout: int) -> None:
+        """Hide the message until ``timeout`` seconds from now (0 makes it visible at once)."""
+        with self._atomic() as conn:
+            visibility.change(conn, self._name, receipt_handle, timeout, self._rt.now_ms())
+
+    def change_visibility_batch(
+        self, entries: Sequence[tuple[str, int] | tuple[str, str, int]]
+    ) -> BatchResult:
+        """Change up to 10 visibility timeouts: ``(handle, timeout)`` or ``(id, handle, timeout)``."""
+        rows = batch.entries_with_ids(entries, 2, "a (receipt handle, timeout) pair or (id, handle, timeout)")
+        ids = validation.batch_ids([row[0] for row in rows])
+        with self._rt.db.write() as conn:
+            self._fresh(conn)
+            now = self._rt.now_ms()
+            return batch.each(ids, lambda i: visibility.change(conn, self._name, rows[i][1], rows[i][2], now))
+

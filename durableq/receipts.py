@@ -1,0 +1,46 @@
+"""Receipt handles.
+
+A handle is ``QUEUE.ROW.SECRET.NONCE``: the queue's id, the message's row id,
+the message's random secret (the same in every handle of that message), and
+a random nonce that is new on every receive.  The row and secret name the
+message, so a handle never acts on another message that reuses the row id;
+the nonce tells the latest handle apart from older ones.  Handles are built
+inside the receive statement itself, from :data:`NEW_HANDLE_SQL`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .errors import ReceiptHandleIsInvalid
+
+#: SQL expression for a fresh handle of the row being updated.
+NEW_HANDLE_SQL = "printf('%d.%d.%s.%s', queue_id, id, secret, lower(hex(randomblob(8))))"
+
+_HANDLE = re.compile(r"(\d{1,19})\.(\d{1,19})\.([0-9a-f]{16})\.([0-9a-f]{16})", re.ASCII)
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    handle: str
+    queue_id: int
+    row_id: int
+    secret: str
+
+    def check_queue(self, queue_id: int, queue_name: str) -> None:
+        if self.queue_id != queue_id:
+            raise ReceiptHandleIsInvalid(
+                f"receipt handle {self.handle!r} belongs to another queue, not to {queue_name!r}"
+            )
+
+
+def parse(handle: object) -> Receipt:
+    """The queue and message a handle names, if it is well formed."""
+    match = _HANDLE.fullmatch(handle) if isinstance(handle, str) else None
+    if match is None:
+        shown = handle[:80] if isinstance(handle, str) else handle
+        raise ReceiptHandleIsInvalid(
+            f"receipt handle {shown!r} is malformed; use a handle returned by receive"
+        )
+    return Receipt(handle, int(match.group(1)), int(match.group(2)), match.group(3))  # type: ignore[arg-type]

@@ -1,0 +1,32 @@
+"""What every operation of one open broker shares: the file, the clock, and the helpers with state."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .counters import Counters
+from .database import Database
+from .moves import MoveTasks
+from .queues import Catalog
+from .receive import Receiver
+from .retention import Sweeper
+
+
+class Runtime:
+    def __init__(self, db: Database, clock: Callable[[], float]) -> None:
+        self.db = db
+        self.clock = clock
+        self.catalog = Catalog()
+        self.counters = Counters(db)
+        self.sweeper = Sweeper(self.counters)
+        self.receiver = Receiver(db, self.now_ms, self.catalog, self.sweeper, self.counters)
+        self.moves = MoveTasks(db, self.now_ms)
+
+    def now_ms(self) -> int:
+        """The broker clock in epoch milliseconds, the database's unit of time."""
+        return int(self.clock() * 1000)
+
+    def close(self) -> None:
+        self.moves.close()
+        self.counters.close()
+        self.db.close()

@@ -1,0 +1,164 @@
+"""The database schema, declared with SQLAlchemy Core.
+
+The alembic revisions in ``migrations/`` create exactly these tables (a test
+compares them).  Times are epoch milliseconds in ``BIGINT`` columns so that
+readers such as the SQLite JDBC driver see 64-bit values.  Statements live
+next to the concept they implement (``send.py``, ``receive.py`` ...); this
+module only says what is stored.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Index,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    UniqueConstraint,
+    text,
+)
+
+#: The alembic revision this code expects; a test checks it is the head.
+SCHEMA_REVISION = "0001"
+#: ``PRAGMA application_id`` of a durableq file ("dq1q"), so other SQLite files are told apart.
+APPLICATION_ID = 0x64713171
+
+metadata = MetaData()
+
+queues = Table(
+    "queues",
+    metadata,
+    # AUTOINCREMENT: a deleted queue's id is never reused, so its receipt handles stay invalid.
+    Column("id", Integer, primary_key=True),
+    Column("name", Text, nullable=False, unique=True),
+    Column("fifo", Boolean, nullable=False),
+    Column("visibility_timeout", Integer, nullable=False),
+    Column("delay_seconds", Integer, nullable=False),
+    Column("retention_period", Integer, nullable=False),
+    Column("receive_wait_time", Integer, nullable=False),
+    Column("maximum_message_size", Integer, nullable=False),
+    Column("content_based_deduplication", Boolean, nullable=False),
+    Column("deduplication_scope", Text, nullable=False),
+    Column("dead_letter_queue", Text),
+    Column("max_receive_count", Integer),
+    Column("redrive_permission", Text),
+    Column("redrive_source_queues", Text),  # JSON list of names, for permission "byQueue"
+    Column("created_at", BigInteger, nullable=False),
+    Column("last_modified", BigInteger, nullable=False),
+    Column("next_sequence", BigInteger, nullable=False, server_default=text("0")),  # FIFO
+    sqlite_autoincrement=True,
+)
+
+messages = Table(
+    "messages",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("queue_id", Integer, nullable=False),
+    Column("message_id", Text, nullable=False),
+    # Random per message; every receipt handle of the message carries it.
+    Column("secret", Text, nullable=False, server_default=text("(lower(hex(randomblob(8))))")),
+    Column("body", Text, nullable=False),
+    Column("attributes", Text),
+    Column("enqueued_at", BigInteger, nullable=False),
+    Column("visible_at", BigInteger, nullable=False),
+    Column("receive_count", Integer, nullable=False, server_default=text("0")),
+    Column("receipt_handle", Text),  # the latest handle issued; NULL until received
+    Column("received_at", BigInteger),  # time of the latest receive: the 12-hour cap counts from it
+    Column("first_received_at", BigInteger),
+    Column("group_id", Text),
+    Column("deduplication_id", Text),
+    Column("sequence", BigInteger),
+    Column("dead_letter_source", Text),
+    # Receive claims the head of this index; with enqueued_at and receive_count in it,
+    # stats and the in-flight check count from the index alone, reading no message row.
+    Index("ix_messages_visible", "queue_id", "visible_at", "enqueued_at", "receive_count"),
+    # Retention sweeps and the oldest-message age.
+    Index("ix_messages_enqueued", "queue_id", "enqueued_at"),
+    Index(
+        "ix_messages_group",
+        "queue_id",
+        "group_id",
+        "sequence",
+        sqlite_where=text("group_id IS NOT NULL"),
+    ),
+)
+
+tags = Table(
+    "tags",
+    metadata,
+    Column("queue_id", Integer, primary_key=True),
+    Column("key", Text, primary_key=True),
+    Column("value", Text, nullable=False),
+    sqlite_with_rowid=False,
+)
+
+queue_metrics = Table(
+    "queue_metrics",
+    metadata,
+    Column("queue_id", Integer, primary_key=True),
+    Column("minute", BigInteger, primary_key=True),  # epoch ms of the minute's start
+    Column("sent", BigInteger, nullable=False, server_default=text("0")),
+    Column("received", BigInteger, nullable=False, server_default=text("0")),
+    Column("deleted", BigInteger, nullable=False, server_default=text("0")),
+    Column("moved_to_dead_letter", BigInteger, nullable=False, server_default=text("0")),
+    Column("expired", BigInteger, nullable=False, server_default=text("0")),
+    Column("empty_receives", BigInteger, nullable=False, server_default=text("0")),
+    sqlite_with_rowid=False,
+)
+
+message_moves = Table(
+    "message_moves",
+    metadata,
+    Column("task_handle", Text, primary_key=True),
+    Column("source", Text, nullable=False),
+    Column("destination", Text),
+    Column("max_per_second", Integer),
+    Column("status", Text, nullable=False),
+    Column("moved", BigInteger, nullable=False, server_default=text("0")),
+    Column("to_move", BigInteger, nullable=False),
+    Column("started_at", BigInteger, nullable=False),
+    Column("heartbeat_at", BigInteger, nullable=False),
+    Column("failure_reason", Text),
+    Index("ix_message_moves_source", "source", "started_at"),
+    sqlite_with_rowid=False,
+)
+
+fifo_groups = Table(
+    "fifo_groups",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("queue_id", Integer, nullable=False),
+    Column("group_id", Text, nullable=False),
+    # When the group may next be served: its head is visible and nothing of it is in flight.
+    Column("available_at", BigInteger, nullable=False),
+    UniqueConstraint("queue_id", "group_id", name="uq_fifo_groups_group"),
+    Index("ix_fifo_groups_available", "queue_id", "available_at"),
+)
+
+fifo_deduplication = Table(
+    "fifo_deduplication",
+    metadata,
+    Column("queue_id", Integer, primary_key=True),
+    Column("scope", Text, primary_key=True),  # '' for queue scope, else the group id
+    Column("deduplication_id", Text, primary_key=True),
+    Column("message_id", Text, nullable=False),
+    Column("sequence", BigInteger, nullable=False),
+    Column("expires_at", BigInteger, nullable=False),
+    Index("ix_fifo_deduplication_expires", "queue_id", "expires_at"),
+    sqlite_with_rowid=False,
+)
+
+receive_attempts = Table(
+    "receive_attempts",
+    metadata,
+    Column("queue_id", Integer, primary_key=True),
+    Column("attempt_id", Text, primary_key=True),
+    Column("expires_at", BigInteger, nullable=False),
+    Column("messages", Text, nullable=False),  # JSON [[row id, receipt handle, visible_at], ...]
+    Index("ix_receive_attempts_expires", "queue_id", "expires_at"),
+    sqlite_with_rowid=False,
+)

@@ -1,0 +1,187 @@
+"""Sending: checking messages, the insert, FIFO deduplication and sequence numbers."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from . import attributes as attrs
+from . import fifo, limits, queues, validation
+from .counters import SENT, Counters
+from .errors import DurableQError, InvalidParameterValue, MissingParameter, QueueDoesNotExist
+from .messages import format_sequence
+from .queues import QueueConfig
+from .types import Attribute, SendResult, md5_hex
+
+# Selecting the queue by name makes the insert itself check, atomically, that
+# the queue exists, that the message fits its size limit, and read its delay.
+_INSERT = """
+INSERT INTO messages
+  (queue_id, message_id, body, attributes, enqueued_at, visible_at, group_id, deduplication_id, sequence)
+SELECT id, :message_id, :body, :attributes, :now, :now + coalesce(:delay, delay_seconds) * 1000,
+       :group_id, :deduplication_id, :sequence
+FROM queues WHERE name = :queue AND maximum_message_size >= :size
+"""
+
+
+@dataclass(slots=True)
+class Outgoing:
+    """A message whose queue-independent checks passed."""
+
+    body: str
+    attributes: dict[str, Attribute]
+    size: int
+    delay_seconds: int | None
+    group_id: str | None
+    deduplication_id: str | None
+
+
+def check(
+    body: object,
+    *,
+    delay_seconds: object = None,
+    attributes: Any = None,
+    group_id: object = None,
+    deduplication_id: object = None,
+) -> Outgoing:
+    """Everything about a message that does not depend on its queue."""
+    text = validation.body(body)
+    typed = attrs.normalize(attributes)
+    if delay_seconds is not None:
+        validation.integer("delay_seconds", delay_seconds, 0, limits.MAX_DELAY_SECONDS)
+    if group_id is not None:
+        validation.fifo_id("group_id", group_id)
+    if deduplication_id is not None:
+        validation.fifo_id("deduplication_id", deduplication_id)
+    return Outgoing(
+        body=text,
+        attributes=typed,
+        size=len(text.encode("utf-8")) + (attrs.size(typed) if typed else 0),
+        delay_seconds=delay_seconds,  # type: ignore[arg-type]
+        group_id=group_id,  # type: ignore[arg-type]
+        deduplication_id=deduplication_id,  # type: ignore[arg-type]
+    )
+
+
+def new_message_id() -> str:
+    """A random (version 4) UUID as text, without building a ``uuid.UUID`` object."""
+    h = os.urandom(16).hex()
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
+
+
+def send_one(conn: sqlite3.Connection, name: str, item: Outgoing, now: int, counters: Counters) -> SendResult:
+    """Send one message to standard queue ``name``: a single statement, atomic by itself."""
+    if item.group_id is not None or item.deduplication_id is not None:
+        raise InvalidParameterValue(
+            f"group_id and deduplication_id apply to FIFO queues only; {name!r} is a standard queue"
+        )
+    message_id = new_message_id()
+    if not _execute_insert(conn, name, message_id, item, item.delay_seconds, now, None, None, None):
+        _check_for_queue(queues.load(conn, name), item)  # says why nothing was inserted
+        raise QueueDoesNotExist(f"queue {name!r} does not exist")
+    counters.add(name, now, SENT)
+    return SendResult(message_id, None, md5_hex(item.body))
+
+
+def insert(
+    conn: sqlite3.Connection, queue: QueueConfig, items: list[Outgoing], now: int, counters: Counters
+) -> list[SendResult | DurableQError]:
+    """Insert ``items`` in order, in the caller's write transaction; one result or error each."""
+    if queue.fifo:
+        return _insert_fifo(conn, queue, items, now, counters)
+    results: list[SendResult | DurableQError] = []
+    for item in items:
+        try:
+            _check_for_queue(queue, item)
+            results.append(send_one(conn, queue.name, item, now, counters))
+        except DurableQError as exc:
+            results.append(exc)
+    return results
+
+
+def _check_for_queue(queue: QueueConfig, item: Outgoing) -> None:
+    if item.size > queue.maximum_message_size:
+        raise InvalidParameterValue(
+            f"the message is {item.size} bytes (body plus attribute names, types and values "
+            f"in UTF-8); queue {queue.name!r} allows at most {queue.maximum_message_size}"
+        )
+
+
+def _execute_insert(
+    conn: sqlite3.Connection,
+    name: str,
+    message_id: str,
+    item: Outgoing,
+    delay: int | None,
+    now: int,
+    group_id: str | None,
+    dedup_id: str | None,
+    sequence: int | None,
+) -> bool:
+    cursor = conn.execute(
+        _INSERT,
+        {
+            "queue": name,
+            "message_id": message_id,
+            "body": item.body,
+            "attributes": attrs.encode(item.attributes) if item.attributes else None,
+            "now": now,
+            "delay": delay,
+            "size": item.size,
+            "group_id": group_id,
+            "deduplication_id": dedup_id,
+            "sequence": sequence,
+        },
+    )
+    return cursor.rowcount == 1
+
+
+def _insert_fifo(
+    conn: sqlite3.Connection, queue: QueueConfig, items: list[Outgoing], now: int, counters: Counters
+) -> list[SendResult | DurableQError]:
+    (sequence,) = conn.execute("SELECT next_sequence FROM queues WHERE id = ?", (queue.id,)).fetchone()
+    start = sequence
+    results: list[SendResult | DurableQError] = []
+    for item in items:
+        try:
+            dedup_id = _fifo_checks(queue, item)
+        except DurableQError as exc:
+            results.append(exc)
+            continue
+        scope = item.group_id if queue.deduplication_scope == "messageGroup" else ""
+        original = fifo.find_duplicate(conn, queue.id, scope, dedup_id, now)
+        if original is not None:  # accepted, but nothing is enqueued
+            results.append(SendResult(original[0], format_sequence(original[1]), md5_hex(item.body)))
+            continue
+        sequence += 1
+        message_id = new_message_id()
+        _execute_insert(conn, queue.name, message_id, item, None, now, item.group_id, dedup_id, sequence)
+        fifo.remember(conn, queue.id, scope, dedup_id, message_id, sequence, now)
+        fifo.add_to_group(conn, queue.id, item.group_id, now + queue.delay_seconds * 1000)  # type: ignore[arg-type]
+        results.append(SendResult(message_id, format_sequence(sequence), md5_hex(item.body)))
+    if sequence != start:
+        conn.execute("UPDATE queues SET next_sequence = ? WHERE id = ?", (sequence, queue.id))
+        counters.add(queue.name, now, SENT, sequence - start)
+    return results
+
+
+def _fifo_checks(queue: QueueConfig, item: Outgoing) -> str:
+    """The FIFO rules of a send; returns the deduplication id to use."""
+    _check_for_queue(queue, item)
+    if item.group_id is None:
+        raise MissingParameter(f"group_id is required for every message sent to FIFO queue {queue.name!r}")
+    if item.delay_seconds not in (None, 0):
+        raise InvalidParameterValue(
+            f"FIFO queue {queue.name!r} accepts only delay_seconds=0 per message; "
+            "set the queue's delay_seconds instead"
+        )
+    if item.deduplication_id is not None:
+        return item.deduplication_id
+    if not queue.content_based_deduplication:
+        raise MissingParameter(
+            f"deduplication_id is required: FIFO queue {queue.name!r} does not use content-based deduplication"
+        )
+    return hashlib.sha256(item.body.encode("utf-8")).hexdigest()

@@ -1,0 +1,193 @@
+"""The value objects of the public API: what callers pass in and get back."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import KW_ONLY, dataclass, field
+from datetime import datetime, timezone
+
+__all__ = [
+    "Attribute",
+    "AttributeInput",
+    "BatchFailure",
+    "BatchResult",
+    "BatchSuccess",
+    "Message",
+    "MinuteMetrics",
+    "MoveTask",
+    "QueueStats",
+    "RedriveAllowPolicy",
+    "RedrivePolicy",
+    "SendEntry",
+    "SendResult",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Attribute:
+    """A typed message attribute: ``String``, ``Number`` or ``Binary``, optionally ``.label``-ed."""
+
+    data_type: str
+    value: str | bytes
+
+
+#: What ``send`` accepts as an attribute value; plain values get their SQS type.
+AttributeInput = str | int | float | bytes | Attribute
+
+
+@dataclass(frozen=True, slots=True)
+class SendEntry:
+    """One message of ``Queue.send_batch``."""
+
+    id: str
+    body: str
+    _: KW_ONLY
+    delay_seconds: int | None = None
+    attributes: Mapping[str, AttributeInput] | None = None
+    group_id: str | None = None
+    deduplication_id: str | None = None
+
+
+# Results are plain (not frozen) dataclasses: they are built on every call,
+# and a frozen dataclass costs several times more to construct.
+
+
+@dataclass(slots=True)
+class SendResult:
+    """What a successful send returns."""
+
+    message_id: str
+    sequence_number: str | None
+    md5_of_body: str
+
+
+def md5_hex(text: str) -> str:
+    """The MD5 digest SQS reports for a body: hex of the UTF-8 bytes."""
+    return hashlib.md5(text.encode("utf-8"), usedforsecurity=False).hexdigest()
+
+
+def datetime_from_ms(ms: int) -> datetime:
+    """A UTC datetime from epoch milliseconds (the database's time unit)."""
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+
+
+@dataclass(slots=True)
+class Message:
+    """A received message; ``receipt_handle`` is what delete and change-visibility need.
+
+    ``sent_timestamp`` and ``first_receive_timestamp`` are epoch milliseconds
+    (SQS's SentTimestamp and ApproximateFirstReceiveTimestamp); ``sent_at`` and
+    ``first_received_at`` give them as UTC datetimes.
+    """
+
+    message_id: str
+    body: str
+    receipt_handle: str
+    receive_count: int
+    sent_timestamp: int
+    first_receive_timestamp: int | None
+    attributes: dict[str, Attribute] = field(default_factory=dict)
+    group_id: str | None = None
+    deduplication_id: str | None = None
+    sequence_number: str | None = None
+    dead_letter_source: str | None = None
+
+    @property
+    def sent_at(self) -> datetime:
+        return datetime_from_ms(self.sent_timestamp)
+
+    @property
+    def first_received_at(self) -> datetime | None:
+        ts = self.first_receive_timestamp
+        return None if ts is None else datetime_from_ms(ts)
+
+    @property
+    def md5_of_body(self) -> str:
+        return md5_hex(self.body)
+
+
+@dataclass(slots=True)
+class BatchSuccess:
+    """A batch entry that succeeded; the send fields are set for ``send_batch`` only."""
+
+    id: str
+    message_id: str | None = None
+    sequence_number: str | None = None
+    md5_of_body: str | None = None
+
+
+@dataclass(slots=True)
+class BatchFailure:
+    """A batch entry that failed: ``code`` is an error class name of ``durableq.errors``."""
+
+    id: str
+    code: str
+    message: str
+    sender_fault: bool = True
+
+
+@dataclass(slots=True)
+class BatchResult:
+    """The per-entry outcome of a batch call."""
+
+    successful: list[BatchSuccess]
+    failed: list[BatchFailure]
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    """Approximate depth of a queue by state, and the age of its oldest message in seconds."""
+
+    approximate_number_of_messages: int
+    approximate_number_of_messages_not_visible: int
+    approximate_number_of_messages_delayed: int
+    oldest_message_age: int
+
+
+@dataclass(frozen=True, slots=True)
+class MinuteMetrics:
+    """Counters of one queue for one minute (``minute`` is its start, UTC)."""
+
+    minute: datetime
+    sent: int
+    received: int
+    deleted: int
+    moved_to_dead_letter: int
+    expired: int
+    empty_receives: int
+
+
+@dataclass(frozen=True, slots=True)
+class RedrivePolicy:
+    """Send a message to ``dead_letter_queue`` instead of receiving it more than ``max_receive_count`` times."""
+
+    dead_letter_queue: str
+    max_receive_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class RedriveAllowPolicy:
+    """Which queues may name this queue as their dead-letter queue."""
+
+    permission: str = "allowAll"
+    source_queues: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # Accept any iterable of names but keep the object hashable and comparable.
+        object.__setattr__(self, "source_queues", tuple(self.source_queues))
+
+
+@dataclass(frozen=True, slots=True)
+class MoveTask:
+    """A message move task, as stored; ``moved`` grows while it runs."""
+
+    task_handle: str
+    status: str
+    source: str
+    destination: str | None
+    max_per_second: int | None
+    moved: int
+    to_move: int
+    started_at: datetime
+    failure_reason: str | None = None

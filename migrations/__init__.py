@@ -1,0 +1,1 @@
+"""alembic environment and revisions of the durableq schema (installed as ``durableq.migrations``)."""

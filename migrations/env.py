@@ -1,0 +1,57 @@
+"""alembic environment: migrations run on durableq's own connection, in one
+``BEGIN IMMEDIATE`` transaction, so a migration killed half-way leaves the
+file as it was."""
+
+from __future__ import annotations
+
+from alembic import context
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import Engine
+from sqlalchemy.pool import NullPool
+
+from durableq.schema import metadata
+
+config = context.config
+
+
+def _engine() -> Engine:
+    database = config.attributes.get("durableq_database")
+    if database is not None:
+        engine = create_engine("sqlite://", creator=database.connect, poolclass=NullPool)
+    else:  # plain `alembic -x` use with sqlalchemy.url set in an ini file
+        engine = create_engine(config.get_main_option("sqlalchemy.url"), poolclass=NullPool)
+
+        @event.listens_for(engine, "connect")
+        def _autocommit(dbapi_connection, _record):  # type: ignore[no-untyped-def]
+            dbapi_connection.isolation_level = None
+
+    # pysqlite does not begin transactions for DDL; take the write lock explicitly.
+    @event.listens_for(engine, "begin")
+    def _begin(connection):  # type: ignore[no-untyped-def]
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+def run_migrations_offline() -> None:
+    context.configure(
+        url=config.get_main_option("sqlalchemy.url") or "sqlite://",
+        target_metadata=metadata,
+        literal_binds=True,
+        render_as_batch=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_migrations_online() -> None:
+    with _engine().connect() as connection:
+        context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)
+        with context.begin_transaction():
+            context.run_migrations()
+
+
+if context.is_offline_mode():
+    run_migrations_offline()
+else:
+    run_migrations_online()

@@ -9,6 +9,13 @@ from .counters import MINUTE_MS
 from .queues import QueueConfig
 from .types import MinuteMetrics, QueueStats, datetime_from_ms
 
+#: A message's state at time ``:now``, as SQL over a ``messages`` row; stats and the
+#: Spark reader both classify with it.  Delayed: never received and not yet visible.
+STATE_SQL = """CASE
+  WHEN visible_at <= :now THEN 'visible'
+  WHEN receive_count > 0 THEN 'in_flight'
+  ELSE 'delayed' END"""
+
 # One pass over the queue's range of ix_messages_visible, which holds every
 # column these sums need: SQLite reads index pages only, never a message row.
 _DEPTH = """

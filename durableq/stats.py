@@ -17,14 +17,12 @@ STATE_SQL = """CASE
   ELSE 'delayed' END"""
 
 # One pass over the queue's range of ix_messages_visible, which holds every
-# column these sums need: SQLite reads index pages only, never a message row.
-_DEPTH = """
-SELECT
-  coalesce(sum(visible_at <= :now), 0),
-  coalesce(sum(visible_at > :now AND receive_count > 0), 0),
-  coalesce(sum(visible_at > :now AND receive_count = 0), 0)
+# column this needs: SQLite reads index pages only, never a message row.
+_DEPTH = f"""
+SELECT {STATE_SQL} AS state, count(*)
 FROM messages INDEXED BY ix_messages_visible
 WHERE queue_id = :queue_id AND enqueued_at > :expired_before
+GROUP BY state
 """
 _OLDEST = "SELECT min(enqueued_at) FROM messages WHERE queue_id = ? AND enqueued_at > ?"
 # In flight = invisible and received: a range of the same index.
@@ -40,14 +38,12 @@ FROM queue_metrics WHERE queue_id = ? AND minute >= ? ORDER BY minute
 
 def queue_stats(conn: sqlite3.Connection, queue: QueueConfig, now: int) -> QueueStats:
     expired_before = now - queue.retention_period * 1000
-    visible, in_flight, delayed = conn.execute(
-        _DEPTH, {"now": now, "queue_id": queue.id, "expired_before": expired_before}
-    ).fetchone()
+    depth = dict(conn.execute(_DEPTH, {"now": now, "queue_id": queue.id, "expired_before": expired_before}))
     (oldest,) = conn.execute(_OLDEST, (queue.id, expired_before)).fetchone()
     return QueueStats(
-        approximate_number_of_messages=visible,
-        approximate_number_of_messages_not_visible=in_flight,
-        approximate_number_of_messages_delayed=delayed,
+        approximate_number_of_messages=depth.get("visible", 0),
+        approximate_number_of_messages_not_visible=depth.get("in_flight", 0),
+        approximate_number_of_messages_delayed=depth.get("delayed", 0),
         oldest_message_age=0 if oldest is None else max((now - oldest) // 1000, 0),
     )
 

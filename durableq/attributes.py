@@ -50,9 +50,10 @@ def _check_number(name: str, text: str) -> None:
     if number is None or not number.is_finite():
         raise InvalidParameterValue(f"attribute {name!r} of type Number has value {text!r}, which is not a number")
     if number:
-        digits = number.normalize().as_tuple().digits
-        magnitude = number.copy_abs().adjusted()
-        if len(digits) > _MAX_NUMBER_DIGITS or not _MIN_EXPONENT <= magnitude <= _MAX_EXPONENT:
+        # Count significant digits by hand: normalize() would round to the context's precision.
+        significant = "".join(map(str, number.as_tuple().digits)).strip("0")
+        magnitude = number.adjusted()
+        if len(significant) > _MAX_NUMBER_DIGITS or not _MIN_EXPONENT <= magnitude <= _MAX_EXPONENT:
             raise InvalidParameterValue(
                 f"attribute {name!r} has Number value {text!r}: numbers allow up to "
                 f"{_MAX_NUMBER_DIGITS} significant digits and magnitudes from 1e{_MIN_EXPONENT} "

@@ -59,9 +59,9 @@ class QueueConfig:
         return RedriveAllowPolicy(self.redrive_permission, tuple(sources))
 
 
-_COLUMNS = ", ".join(f.name for f in fields(QueueConfig))
+_FIELDS = [f.name for f in fields(QueueConfig)]
+_COLUMNS = ", ".join(_FIELDS)
 _SELECT_BY_NAME = f"SELECT {_COLUMNS} FROM queues WHERE name = ?"
-_SELECT_BY_ID = f"SELECT {_COLUMNS} FROM queues WHERE id = ?"
 
 # Settings with a plain integer range: name -> (low, high, unit).
 _RANGES: dict[str, tuple[int, int, str]] = {
@@ -130,7 +130,15 @@ def _changed(conn: sqlite3.Connection) -> None:
 
 def find(conn: sqlite3.Connection, name: str) -> QueueConfig | None:
     row = conn.execute(_SELECT_BY_NAME, (name,)).fetchone()
-    return None if row is None else QueueConfig(*row)
+    return None if row is None else _config(row)
+
+
+def _config(row: tuple[Any, ...]) -> QueueConfig:
+    values = dict(zip(_FIELDS, row))
+    # SQLite hands booleans back as 0 and 1.
+    values["fifo"] = bool(values["fifo"])
+    values["content_based_deduplication"] = bool(values["content_based_deduplication"])
+    return QueueConfig(**values)
 
 
 def load(conn: sqlite3.Connection, name: str) -> QueueConfig:
@@ -138,12 +146,7 @@ def load(conn: sqlite3.Connection, name: str) -> QueueConfig:
     row = conn.execute(_SELECT_BY_NAME, (name,)).fetchone()
     if row is None:
         raise QueueDoesNotExist(f"queue {name!r} does not exist")
-    return QueueConfig(*row)
-
-
-def load_by_id(conn: sqlite3.Connection, queue_id: int) -> QueueConfig | None:
-    row = conn.execute(_SELECT_BY_ID, (queue_id,)).fetchone()
-    return None if row is None else QueueConfig(*row)
+    return _config(row)
 
 
 def settings_to_columns(fifo: bool, settings: Mapping[str, Any], conn: sqlite3.Connection, name: str) -> dict[str, Any]:

@@ -112,7 +112,7 @@ class MoveTasks:
             queues.load(conn, source)
             _fail_stale(conn, source)
             rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM message_moves WHERE source = ? ORDER BY started_at DESC, task_handle",
+                f"SELECT {_COLUMNS} FROM message_moves WHERE source = ? ORDER BY started_at DESC, rowid DESC",
                 (source,),
             ).fetchall()
         return [_task(row) for row in rows]

@@ -124,7 +124,6 @@ message_moves = Table(
     Column("heartbeat_at", BigInteger, nullable=False),
     Column("failure_reason", Text),
     Index("ix_message_moves_source", "source", "started_at"),
-    sqlite_with_rowid=False,
 )
 
 fifo_groups = Table(

@@ -97,7 +97,6 @@ def upgrade() -> None:
         sa.Column("started_at", sa.BigInteger, nullable=False),
         sa.Column("heartbeat_at", sa.BigInteger, nullable=False),
         sa.Column("failure_reason", sa.Text),
-        sqlite_with_rowid=False,
     )
     op.create_index("ix_message_moves_source", "message_moves", ["source", "started_at"])
     op.create_table(

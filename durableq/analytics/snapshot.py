@@ -1,0 +1,137 @@
+"""A consistent, private copy of a durableq file for Spark to read.
+
+Spark reads a table in several partitions, each over its own JDBC
+connection and at its own moment.  Against the live file, producers and
+consumers writing in between would give each partition another state of the
+queues.  So the reader copies the file first, with SQLite's online backup
+API, and Spark reads only the copy.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sqlite3
+import stat
+import tempfile
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from urllib.parse import quote
+
+from ..database import Database, identify, translate
+from ..errors import DatabaseError, NotADurableQDatabase
+from ..migrate import current
+from ..schema import SCHEMA_REVISION
+from ..types import datetime_from_ms
+
+log = logging.getLogger(__name__)
+
+#: The busy timeout of the copy's source connection, in seconds.
+_BUSY_TIMEOUT = 10.0
+_SNAPSHOT_NAME = "snapshot.db"
+
+
+@dataclass(frozen=True, slots=True)
+class IdRange:
+    """The row ids of the snapshot's ``messages`` table (for partitioned reads)."""
+
+    low: int
+    high: int
+    rows: int
+
+
+class Snapshot:
+    """A copy of a durableq file, taken at ``now_ms`` (the clock after the copy ended).
+
+    The copy's folder is removed by :meth:`close`, or at the latest when the
+    object is collected or the interpreter exits.
+    """
+
+    def __init__(self, source: Path, path: Path, now_ms: int, id_range: IdRange) -> None:
+        self.source = source
+        self.path = path
+        self.now_ms = now_ms
+        self.id_range = id_range
+        self._remove = weakref.finalize(self, shutil.rmtree, path.parent, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return f"<durableq.analytics.Snapshot of {str(self.source)!r} at {self.taken_at.isoformat()}>"
+
+    @property
+    def taken_at(self) -> datetime:
+        """The snapshot time as a UTC datetime: the "now" that message states are classified at."""
+        return datetime_from_ms(self.now_ms)
+
+    @property
+    def closed(self) -> bool:
+        return not self._remove.alive
+
+    def close(self) -> None:
+        """Remove the copy (and its folder)."""
+        self._remove()
+
+
+def take(
+    source: str | os.PathLike[str], clock: Callable[[], float], directory: str | os.PathLike[str] | None
+) -> Snapshot:
+    """Copy ``source`` into a new folder under ``directory`` (default: the system temp folder)."""
+    source = Path(source)
+    if not source.is_file():
+        # Checked first: opening a missing file through SQLite would create it.
+        raise DatabaseError(f"{source} does not exist or is not a file; give the path of a durableq database")
+    folder = Path(tempfile.mkdtemp(prefix="durableq-snapshot-", dir=directory))
+    try:
+        path = folder / _SNAPSHOT_NAME
+        _copy(source, path)
+        # The clock is read after the copy: every message in it was written before "now".
+        now_ms = int(clock() * 1000)
+        id_range = _check(source, path)
+        # Read-only for everyone: no reader can change the copy (or leave a journal beside it).
+        path.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    log.debug("snapshot of %s at %s: %s (%d messages)", source, now_ms, path, id_range.rows)
+    return Snapshot(source, path, now_ms, id_range)
+
+
+def _copy(source: Path, target: Path) -> None:
+    uri = f"file:{quote(str(source.resolve()))}?mode=ro"
+    try:
+        src = sqlite3.connect(uri, uri=True, timeout=_BUSY_TIMEOUT)
+        dst = sqlite3.connect(target)
+        try:
+            # pages=-1 copies every page in one step, inside one read transaction
+            # of the source: the copy is one committed state, whatever writers do.
+            src.backup(dst, pages=-1)
+            # The copy inherits WAL mode; a plain journal keeps it one self-contained file.
+            dst.execute("PRAGMA journal_mode = DELETE")
+        finally:
+            dst.close()
+            src.close()
+    except sqlite3.Error as exc:
+        raise translate(exc, source, _BUSY_TIMEOUT) from exc
+
+
+def _check(source: Path, path: Path) -> IdRange:
+    """Refuse a copy that is not a durableq file at this schema; read the message id range."""
+    db = Database(path, durability="normal", busy_timeout=_BUSY_TIMEOUT)
+    try:
+        if not identify(db.conn, source):
+            raise NotADurableQDatabase(f"{source} is an empty SQLite file, not a durableq database")
+        revision = current(db)
+        if revision != SCHEMA_REVISION:
+            raise DatabaseError(
+                f"{source} is at schema revision {revision!r}; this durableq reads {SCHEMA_REVISION!r}. "
+                "Open it once with durableq (or `durableq db upgrade`) to migrate it"
+            )
+        low, high, rows = db.conn.execute("SELECT min(id), max(id), count(*) FROM messages").fetchone()
+    except sqlite3.Error as exc:
+        raise translate(exc, source, _BUSY_TIMEOUT) from exc
+    finally:
+        db.close()
+    return IdRange(low or 0, high or 0, rows)

@@ -1,0 +1,113 @@
+"""Several connections, threads and processes on one file; the in-flight limit."""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import durableq
+from durableq import SendEntry, limits
+from tests.conftest import FakeClock
+
+
+def _consume(path: str, out: multiprocessing.Queue) -> None:
+    received = []
+    with durableq.open(path, durability="normal") as broker:
+        queue = broker.get_queue("work")
+        while batch := queue.receive(10, visibility_timeout=600, wait_time=1):
+            received += [m.body for m in batch]
+            queue.delete_batch([m.receipt_handle for m in batch])
+    out.put(received)
+
+
+def _produce(path: str, start: int, count: int) -> None:
+    with durableq.open(path, durability="normal") as broker:
+        queue = broker.get_queue("work")
+        for i in range(start, start + count, 10):
+            result = queue.send_batch([SendEntry(str(j), f"m{j}") for j in range(i, min(i + 10, start + count))])
+            assert not result.failed
+
+
+def test_processes_share_a_queue_with_no_message_received_twice(db_path: Path) -> None:
+    with durableq.open(db_path) as broker:
+        broker.create_queue("work")
+    context = multiprocessing.get_context("spawn")
+    out = context.Queue()
+    producers = [context.Process(target=_produce, args=(str(db_path), p * 500, 500)) for p in range(2)]
+    consumers = [context.Process(target=_consume, args=(str(db_path), out)) for _ in range(3)]
+    for process in producers + consumers:
+        process.start()
+    received = [body for _ in consumers for body in out.get(timeout=120)]
+    for process in producers + consumers:
+        process.join(60)
+        assert process.exitcode == 0
+    counts = Counter(received)
+    assert len(counts) == 1000 and set(counts.values()) == {1}
+
+
+def test_threads_of_one_broker_share_a_queue(queue: durableq.Queue) -> None:
+    for i in range(0, 300, 10):
+        queue.send_batch([SendEntry(str(j), f"m{j}") for j in range(i, i + 10)])
+    seen: list[str] = []
+    lock = threading.Lock()
+
+    def work() -> None:
+        while batch := queue.receive(5):
+            with lock:
+                seen.extend(m.body for m in batch)
+            queue.delete_batch([m.receipt_handle for m in batch])
+
+    workers = [threading.Thread(target=work) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert sorted(seen) == sorted(f"m{j}" for j in range(300))
+
+
+def test_a_short_poll_over_the_in_flight_limit_raises_over_limit(
+    broker: durableq.Broker, monkeypatch: pytest.MonkeyPatch, clock: FakeClock
+) -> None:
+    monkeypatch.setattr(limits, "MAX_IN_FLIGHT_STANDARD", 25)
+    queue = broker.create_queue("busy")
+    queue.send_batch([SendEntry(str(i), "x") for i in range(10)])
+    queue.send_batch([SendEntry(str(i), "y") for i in range(10)])
+    queue.send_batch([SendEntry(str(i), "z") for i in range(10)])
+    assert len(queue.receive(10)) + len(queue.receive(10)) == 20
+    assert len(queue.receive(10)) == 5  # only up to the limit
+    with pytest.raises(durableq.OverLimit, match="limit of 25 messages in flight"):
+        queue.receive()
+    assert queue.receive(wait_time=1) == []  # a long poll returns empty instead
+    clock.advance(30)  # they come back, and the room with them
+    assert len(queue.receive(10)) == 10
+
+
+def test_the_fifo_in_flight_limit_is_20000(broker: durableq.Broker) -> None:
+    queue = broker.create_queue("many.fifo", fifo=True, content_based_deduplication=True)
+    for i in range(0, limits.MAX_IN_FLIGHT_FIFO, 10):
+        result = queue.send_batch([SendEntry(str(j), f"m{j}", group_id=f"g{j}") for j in range(i, i + 10)])
+        assert not result.failed
+    queue.send("one too many", group_id="last")
+    received = 0
+    while received < limits.MAX_IN_FLIGHT_FIFO:
+        received += len(queue.receive(10))
+    assert received == 20_000
+    with pytest.raises(durableq.OverLimit, match="20000"):
+        queue.receive()
+
+
+def test_the_standard_in_flight_limit_is_120000(broker: durableq.Broker) -> None:
+    queue = broker.create_queue("huge")
+    for i in range(0, limits.MAX_IN_FLIGHT_STANDARD + 10, 10):
+        queue.send_batch([SendEntry(str(j), "x") for j in range(10)])
+    received = 0
+    while received < limits.MAX_IN_FLIGHT_STANDARD:
+        received += len(queue.receive(10))
+    assert received == 120_000
+    with pytest.raises(durableq.OverLimit, match="120000"):
+        queue.receive()
+    assert queue.stats().approximate_number_of_messages == 10

@@ -88,14 +88,17 @@ class Queue:
     # -- tags -------------------------------------------------------------------
 
     def tag(self, **tags: str) -> None:
+        """Add or replace tags (key 1-128 characters, value 0-256, at most 50 per queue)."""
         with self._rt.db.write() as conn:
             queues.set_tags(conn, self._fresh(conn), tags)
 
     def untag(self, *keys: str) -> None:
+        """Remove tags; keys that are not there are ignored."""
         with self._rt.db.write() as conn:
             queues.remove_tags(conn, self._fresh(conn), keys)
 
     def tags(self) -> dict[str, str]:
+        """The queue's tags."""
         with self._rt.db.statement() as conn:
             return queues.get_tags(conn, self._fresh(conn))
 

@@ -1,0 +1,50 @@
+"""Spark analytics over durableq files: DataFrames and reports read through JDBC.
+
+    from durableq.analytics import QueueAnalytics
+
+    with QueueAnalytics.open("queue.db") as analytics:
+        analytics.depth_by_state().show()
+        analytics.messages().where("state = 'in_flight'").groupBy("queue").count().show()
+
+Spark reads a consistent snapshot (a copy made with SQLite's backup API), not
+the live file.  This package is the optional extra ``durableq[spark]``; it
+needs pyspark, Java and the SQLite JDBC driver (see :func:`find_jdbc_jar`).
+"""
+
+from __future__ import annotations
+
+from .errors import AnalyticsError, JdbcDriverNotFound, SparkExtraMissing
+
+try:
+    import pyspark  # noqa: F401 - imported here only to say clearly when it is missing
+except ImportError as exc:
+    raise SparkExtraMissing("pyspark") from exc
+
+from .driver import JAR_VARIABLE, SYSTEM_JAR, find_jdbc_jar  # noqa: E402 - after the check above
+from .frames import COUNTERS, STATES  # noqa: E402
+from .plot import write_activity_png  # noqa: E402
+from .reader import QueueAnalytics  # noqa: E402
+from .reports import Tables  # noqa: E402
+from .run import ALL, EXPORTED_TABLES, REPORT_NAMES, export_parquet, run_report, to_rows  # noqa: E402
+from .snapshot import Snapshot  # noqa: E402
+
+__all__ = [
+    "ALL",
+    "AnalyticsError",
+    "COUNTERS",
+    "EXPORTED_TABLES",
+    "JAR_VARIABLE",
+    "JdbcDriverNotFound",
+    "QueueAnalytics",
+    "REPORT_NAMES",
+    "STATES",
+    "SYSTEM_JAR",
+    "Snapshot",
+    "SparkExtraMissing",
+    "Tables",
+    "export_parquet",
+    "find_jdbc_jar",
+    "run_report",
+    "to_rows",
+    "write_activity_png",
+]

@@ -1,0 +1,184 @@
+"""``QueueAnalytics``: Spark DataFrames and reports over a snapshot of one durableq file."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+
+from pyspark.sql import DataFrame, SparkSession
+
+from .. import validation
+from ..errors import InvalidParameterValue, QueueDoesNotExist
+from . import reports
+from .driver import find_jdbc_jar
+from .errors import AnalyticsError
+from .frames import read_messages, read_metrics, read_queues
+from .session import start_session
+from .snapshot import Snapshot, take
+
+#: More parallel reads than this only adds JDBC connections to one SQLite file.
+MAX_PARTITIONS = 1_024
+
+
+class QueueAnalytics:
+    """Read-only analytics over a consistent snapshot of a durableq file.
+
+    Use :meth:`open`; close it (or use it as a context manager) to remove the
+    snapshot and, if this object started Spark, stop it.
+    """
+
+    def __init__(self, spark: SparkSession, snapshot: Snapshot, *, owns_spark: bool, partitions: int) -> None:
+        self._spark = spark
+        self._snapshot = snapshot
+        self._owns_spark = owns_spark
+        self._partitions = partitions
+        self._messages: DataFrame | None = None
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        spark: SparkSession | None = None,
+        master: str | None = None,
+        jdbc_jar: str | os.PathLike[str] | None = None,
+        clock: Callable[[], float] | None = None,
+        partitions: int | None = None,
+        snapshot_dir: str | os.PathLike[str] | None = None,
+    ) -> QueueAnalytics:
+        """Snapshot the durableq file at ``path`` and get ready to read it with Spark.
+
+        ``spark``: a session to use (it must have the SQLite JDBC driver on its
+        class path); else one is started on ``master`` (default ``local[*]``)
+        with the driver jar found by :func:`~durableq.analytics.find_jdbc_jar`.
+        ``clock`` (seconds since the epoch, default ``time.time``) gives the
+        snapshot time that message states and ages are computed at.
+        ``partitions``: how many parallel reads of the messages table (default:
+        Spark's default parallelism).  ``snapshot_dir``: where the copy goes
+        (default: the temp folder); on a cluster, storage every executor sees.
+        """
+        if spark is not None and (master is not None or jdbc_jar is not None):
+            raise InvalidParameterValue("give either spark or master/jdbc_jar: a given session keeps its own")
+        if clock is not None and not callable(clock):
+            raise InvalidParameterValue("clock must be a callable returning seconds since the epoch")
+        if partitions is not None:
+            validation.integer("partitions", partitions, 1, MAX_PARTITIONS, "reads")
+        clock = clock or time.time
+        owns = False
+        if spark is None:
+            jar = find_jdbc_jar(jdbc_jar)  # before copying: a missing driver fails fast
+            snapshot = take(path, clock, snapshot_dir)
+            try:
+                spark, owns = start_session(master, jar)
+            except BaseException:
+                snapshot.close()
+                raise
+        else:
+            snapshot = take(path, clock, snapshot_dir)
+        return cls(spark, snapshot, owns_spark=owns, partitions=partitions or spark.sparkContext.defaultParallelism)
+
+    # -- lifecycle ----------------------------------------------------------------
+
+    def __enter__(self) -> QueueAnalytics:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Drop cached data, remove the snapshot, and stop Spark if this object started it."""
+        if self._messages is not None:
+            self._messages.unpersist()
+            self._messages = None
+        self._snapshot.close()
+        if self._owns_spark:
+            self._owns_spark = False
+            self._spark.stop()
+
+    def __repr__(self) -> str:
+        return f"<durableq.analytics.QueueAnalytics {self._snapshot!r}>"
+
+    # -- the snapshot -------------------------------------------------------------
+
+    @property
+    def spark(self) -> SparkSession:
+        return self._spark
+
+    @property
+    def source(self) -> Path:
+        """The durableq file the snapshot was taken of."""
+        return self._snapshot.source
+
+    @property
+    def snapshot_path(self) -> Path:
+        """The copy Spark reads (gone after :meth:`close`)."""
+        return self._snapshot.path
+
+    @property
+    def taken_at(self) -> datetime:
+        """The snapshot time (UTC): states and ages are as of this moment."""
+        return self._snapshot.taken_at
+
+    @property
+    def now_ms(self) -> int:
+        """The snapshot time in epoch milliseconds."""
+        return self._snapshot.now_ms
+
+    def _open_snapshot(self) -> Snapshot:
+        if self._snapshot.closed:
+            raise AnalyticsError("this QueueAnalytics is closed; open a new one to read again")
+        return self._snapshot
+
+    # -- tables -------------------------------------------------------------------
+
+    def messages(self) -> DataFrame:
+        """Unexpired messages at the snapshot time (cached after the first action)."""
+        snapshot = self._open_snapshot()
+        if self._messages is None:
+            self._messages = read_messages(self._spark, snapshot, self._partitions).persist()
+        return self._messages
+
+    def queues(self) -> DataFrame:
+        """One row per queue with its settings."""
+        return read_queues(self._spark, self._open_snapshot())
+
+    def metrics(self) -> DataFrame:
+        """The per-minute counters of every queue."""
+        return read_metrics(self._spark, self._open_snapshot())
+
+    def tables(self) -> reports.Tables:
+        return reports.Tables(self.messages(), self.queues(), self.metrics())
+
+    def queue_names(self) -> list[str]:
+        return sorted(row.queue for row in self.queues().select("queue").collect())
+
+    # -- reports ------------------------------------------------------------------
+
+    def report(self, name: str, queue: str | None = None) -> DataFrame:
+        """Report ``name`` (one of :data:`~durableq.analytics.REPORT_NAMES`), for ``queue`` or all queues."""
+        if name not in reports.REPORTS:
+            raise InvalidParameterValue(f"unknown report {name!r}; the reports are {', '.join(reports.REPORTS)}")
+        if queue is not None and queue not in self.queue_names():
+            raise QueueDoesNotExist(f"queue {queue!r} does not exist in {self.source}")
+        return reports.build(name, self.tables(), queue)
+
+    def depth_by_state(self, queue: str | None = None) -> DataFrame:
+        return self.report("depth", queue)
+
+    def age_percentiles(self, queue: str | None = None) -> DataFrame:
+        return self.report("ages", queue)
+
+    def receive_count_histogram(self, queue: str | None = None) -> DataFrame:
+        return self.report("receive-counts", queue)
+
+    def dead_letter_rates(self, queue: str | None = None) -> DataFrame:
+        return self.report("dead-letters", queue)
+
+    def throughput(self, queue: str | None = None) -> DataFrame:
+        return self.report("throughput", queue)

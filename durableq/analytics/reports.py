@@ -1,0 +1,167 @@
+"""Ready-made reports over the queue tables, each a Spark DataFrame.
+
+Every report takes the same :class:`Tables` and returns one row per queue
+(or per queue and minute, or per queue and receive count), sorted, with
+stable column names; :data:`REPORTS` names them for the CLI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from .frames import COUNTERS, STATES
+
+#: Percentiles of the age report, and the accuracy of Spark's percentile_approx:
+#: the rank of each answer is within (messages / ACCURACY) of the exact one, and
+#: the sketch stays small however many messages a queue holds.
+PERCENTILES = (0.5, 0.9, 0.99)
+ACCURACY = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Tables:
+    """The three frames of one snapshot that the reports read."""
+
+    messages: DataFrame
+    queues: DataFrame
+    metrics: DataFrame
+
+
+def depth_by_state(tables: Tables) -> DataFrame:
+    """Messages per queue and state (``delayed``, ``visible``, ``in_flight``) and their ``total``.
+
+    The same numbers ``Queue.stats()`` gives at the snapshot time; queues
+    without messages show zeros.
+    """
+    counts = tables.messages.groupBy("queue").pivot("state", list(STATES)).count()
+    depth = tables.queues.select("queue").join(counts, "queue", "left").fillna(0, subset=list(STATES))
+    total = sum((F.col(state) for state in STATES), F.lit(0))
+    return depth.select("queue", *(F.col(s).cast("long").alias(s) for s in STATES), total.cast("long").alias("total"))
+
+
+def age_percentiles(tables: Tables) -> DataFrame:
+    """Per queue: ``messages``, the age percentiles ``p50``/``p90``/``p99`` and ``oldest`` (seconds).
+
+    Ages are counted from the send to the snapshot time.  ``oldest`` is whole
+    seconds, as ``QueueStats.oldest_message_age`` (0 for an empty queue); the
+    percentiles are null for an empty queue.
+    """
+    ages = tables.messages.groupBy("queue").agg(
+        F.count(F.lit(1)).alias("messages"),
+        F.percentile_approx("age_seconds", list(PERCENTILES), ACCURACY).alias("percentiles"),
+        F.floor(F.max("age_seconds")).alias("oldest"),
+    )
+    columns = [F.col("percentiles")[i].alias(_percentile_name(p)) for i, p in enumerate(PERCENTILES)]
+    return (
+        tables.queues.select("queue")
+        .join(ages, "queue", "left")
+        .select(
+            "queue",
+            F.coalesce("messages", F.lit(0)).alias("messages"),
+            *columns,
+            F.coalesce("oldest", F.lit(0)).cast("long").alias("oldest"),
+        )
+    )
+
+
+def _percentile_name(fraction: float) -> str:
+    return f"p{round(fraction * 100)}"
+
+
+def receive_count_histogram(tables: Tables) -> DataFrame:
+    """How many messages of each queue have been received how often (``receive_count``, ``messages``)."""
+    return tables.messages.groupBy("queue", "receive_count").agg(F.count(F.lit(1)).alias("messages"))
+
+
+def dead_letter_rates(tables: Tables) -> DataFrame:
+    """Per source queue (one with a redrive policy, or whose messages were dead-lettered):
+
+    ``received`` and ``moved_to_dead_letter`` summed over the per-minute
+    counters, ``dead_letter_rate`` = moved / received (null before any
+    receive), and ``in_dead_letter_queues``: messages from this queue that
+    sit in a dead-letter queue at the snapshot time.
+    """
+    totals = tables.metrics.groupBy("queue").agg(
+        *(F.sum(c).alias(c) for c in ("received", "deleted", "moved_to_dead_letter"))
+    )
+    held = (
+        tables.messages.where(F.col("dead_letter_source").isNotNull())
+        .groupBy(F.col("dead_letter_source").alias("queue"))
+        .agg(F.count(F.lit(1)).alias("in_dead_letter_queues"))
+    )
+    counts = ["received", "deleted", "moved_to_dead_letter", "in_dead_letter_queues"]
+    rates = (
+        tables.queues.select("queue", "dead_letter_queue", "max_receive_count")
+        .join(totals, "queue", "left")
+        .join(held, "queue", "left")
+        .fillna(0, subset=counts)
+    )
+    rate = F.when(F.col("received") > 0, F.col("moved_to_dead_letter") / F.col("received"))
+    return rates.where(
+        F.col("dead_letter_queue").isNotNull()
+        | (F.col("moved_to_dead_letter") > 0)
+        | (F.col("in_dead_letter_queues") > 0)
+    ).select(
+        "queue",
+        "dead_letter_queue",
+        "max_receive_count",
+        *(F.col(c).cast("long").alias(c) for c in counts[:3]),
+        rate.alias("dead_letter_rate"),
+        F.col("in_dead_letter_queues").cast("long").alias("in_dead_letter_queues"),
+    )
+
+
+def throughput(tables: Tables) -> DataFrame:
+    """Per queue and minute: the counters, ``dead_lettered_in`` and the estimated ``depth``.
+
+    ``dead_lettered_in`` is what source queues moved into this queue that
+    minute (by their redrive policies at the snapshot time).  ``depth`` is
+    the number of messages at the end of the minute, reconstructed backwards
+    from the snapshot's depth: before a minute there were ``sent +
+    dead_lettered_in - deleted - moved_to_dead_letter - expired`` fewer.  It
+    is exact while every change was counted; message move tasks and expired
+    messages not yet swept are not, so the estimate drifts by those.
+    """
+    metrics, queues = tables.metrics, tables.queues
+    dead_lettered_in = (
+        metrics.join(queues.select("queue", "dead_letter_queue"), "queue")
+        .where(F.col("dead_letter_queue").isNotNull() & (F.col("moved_to_dead_letter") > 0))
+        .groupBy(F.col("dead_letter_queue").alias("queue"), "minute")
+        .agg(F.sum("moved_to_dead_letter").alias("dead_lettered_in"))
+    )
+    flows = metrics.join(dead_lettered_in, ["queue", "minute"], "full").fillna(
+        0, subset=[*COUNTERS, "dead_lettered_in"]
+    )
+    depth_now = tables.messages.groupBy("queue").agg(F.count(F.lit(1)).alias("depth_now"))
+    net = F.col("sent") + F.col("dead_lettered_in") - F.col("deleted") - F.col("moved_to_dead_letter") - F.col("expired")
+    later = Window.partitionBy("queue").orderBy("minute").rowsBetween(1, Window.unboundedFollowing)
+    depth = F.coalesce(F.col("depth_now"), F.lit(0)) - F.coalesce(F.sum(net).over(later), F.lit(0))
+    return flows.join(depth_now, "queue", "left").select(
+        "queue",
+        "minute",
+        *(F.col(c).cast("long").alias(c) for c in (*COUNTERS, "dead_lettered_in")),
+        depth.cast("long").alias("depth"),
+    )
+
+
+#: The reports by name (the names the CLI offers), each with the columns it is sorted by.
+REPORTS: dict[str, tuple[Callable[[Tables], DataFrame], tuple[str, ...]]] = {
+    "depth": (depth_by_state, ("queue",)),
+    "ages": (age_percentiles, ("queue",)),
+    "receive-counts": (receive_count_histogram, ("queue", "receive_count")),
+    "dead-letters": (dead_letter_rates, ("queue",)),
+    "throughput": (throughput, ("queue", "minute")),
+}
+
+
+def build(name: str, tables: Tables, queue: str | None = None) -> DataFrame:
+    """Report ``name`` (a key of :data:`REPORTS`), for one queue or all, sorted."""
+    make, order = REPORTS[name]
+    report = make(tables)
+    if queue is not None:
+        report = report.where(F.col("queue") == F.lit(queue))
+    return report.orderBy(*order)

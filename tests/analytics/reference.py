@@ -1,0 +1,94 @@
+"""Expected values computed in plain Python from the SQLite file, independently of the Spark code."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import durableq
+
+
+def connect_ro(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+
+
+@dataclass(frozen=True)
+class Row:
+    """A message row of the file, with its queue's name and retention."""
+
+    row_id: int
+    queue: str
+    retention_period: int
+    message_id: str
+    body: str
+    enqueued_at: int
+    visible_at: int
+    first_received_at: int | None
+    receive_count: int
+    group_id: str | None
+    deduplication_id: str | None
+    sequence: int | None
+    dead_letter_source: str | None
+
+    def expired(self, now_ms: int) -> bool:
+        return self.enqueued_at + self.retention_period * 1000 <= now_ms
+
+    def state(self, now_ms: int) -> str:
+        if self.visible_at <= now_ms:
+            return "visible"
+        return "in_flight" if self.receive_count > 0 else "delayed"
+
+
+def message_rows(path: Path) -> list[Row]:
+    with connect_ro(path) as conn:
+        return [
+            Row(*r)
+            for r in conn.execute(
+                "SELECT m.id, q.name, q.retention_period, m.message_id, m.body, m.enqueued_at, m.visible_at, "
+                "m.first_received_at, m.receive_count, m.group_id, m.deduplication_id, m.sequence, "
+                "m.dead_letter_source FROM messages m JOIN queues q ON q.id = m.queue_id"
+            )
+        ]
+
+
+def live(rows: Iterable[Row], now_ms: int) -> list[Row]:
+    return [r for r in rows if not r.expired(now_ms)]
+
+
+def rank_window(values: Sequence[float], fraction: float, accuracy: int) -> tuple[float, float]:
+    """The values an approximate percentile may take: ranks within n/accuracy of the exact rank."""
+    ordered = sorted(values)
+    n = len(ordered)
+    slack = n / accuracy + 1
+    low = max(0, math.floor(fraction * n - slack))
+    high = min(n - 1, math.ceil(fraction * n + slack))
+    return ordered[low], ordered[high]
+
+
+def depth_estimate(
+    metrics: Mapping[str, Sequence[durableq.MinuteMetrics]],
+    dead_letter_queue: Mapping[str, str | None],
+    depth_now: Mapping[str, int],
+) -> dict[str, list[tuple[datetime, int, int]]]:
+    """Per queue, (minute, net change, depth at the end of the minute), walking back from ``depth_now``."""
+    net: dict[str, dict[datetime, int]] = defaultdict(lambda: defaultdict(int))
+    for queue, minutes in metrics.items():
+        for m in minutes:
+            net[queue][m.minute] += m.sent - m.deleted - m.moved_to_dead_letter - m.expired
+            target = dead_letter_queue.get(queue)
+            if target is not None and m.moved_to_dead_letter:
+                net[target][m.minute] += m.moved_to_dead_letter
+    result: dict[str, list[tuple[datetime, int, int]]] = {}
+    for queue, changes in net.items():
+        depth = depth_now.get(queue, 0)
+        walked = []
+        for minute in sorted(changes, reverse=True):
+            walked.append((minute, changes[minute], depth))
+            depth -= changes[minute]
+        result[queue] = walked[::-1]
+    return result

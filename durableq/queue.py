@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
-from . import batch, limits, queues, send, stats, validation, visibility
+from . import batch, limits, peek, queues, send, stats, validation, visibility
 from .errors import BatchRequestTooLong, DurableQError, InvalidParameterValue
 from .runtime import Runtime
 from .types import (
@@ -17,6 +17,7 @@ from .types import (
     BatchSuccess,
     Message,
     MinuteMetrics,
+    PeekedMessage,
     QueueStats,
     SendEntry,
     SendResult,
@@ -79,6 +80,14 @@ class Queue:
         self._rt.counters.flush()  # so this process sees its own latest counts
         with self._rt.db.read() as conn:
             return stats.minute_metrics(conn, self._fresh(conn), start)
+
+    def peek(self, *, state: str | None = None, limit: int = 10) -> list[PeekedMessage]:
+        """Look at messages (oldest first) without receiving them: nothing about them changes.
+
+        ``state`` is ``"visible"``, ``"in_flight"``, ``"delayed"`` or None for all.
+        """
+        with self._rt.db.read() as conn:
+            return peek.peek(conn, self._fresh(conn), state, limit, self._rt.now_ms())
 
     def purge(self) -> None:
         """Remove every message, in every state, and forget FIFO deduplication ids."""

@@ -16,6 +16,7 @@ __all__ = [
     "Message",
     "MinuteMetrics",
     "MoveTask",
+    "PeekedMessage",
     "QueueStats",
     "RedriveAllowPolicy",
     "RedrivePolicy",
@@ -105,6 +106,32 @@ class Message:
     @property
     def md5_of_body(self) -> str:
         return md5_hex(self.body)
+
+
+@dataclass(slots=True)
+class PeekedMessage:
+    """A message as ``Queue.peek`` shows it: its state, and no receipt handle (peeking receives nothing)."""
+
+    message_id: str
+    body: str
+    state: str  # "visible", "in_flight" or "delayed"
+    receive_count: int
+    sent_timestamp: int
+    visible_timestamp: int  # when it is (or became) visible, epoch ms
+    first_receive_timestamp: int | None
+    attributes: dict[str, Attribute] = field(default_factory=dict)
+    group_id: str | None = None
+    deduplication_id: str | None = None
+    sequence_number: str | None = None
+    dead_letter_source: str | None = None
+
+    @property
+    def sent_at(self) -> datetime:
+        return datetime_from_ms(self.sent_timestamp)
+
+    @property
+    def visible_at(self) -> datetime:
+        return datetime_from_ms(self.visible_timestamp)
 
 
 @dataclass(slots=True)

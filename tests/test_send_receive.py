@@ -277,3 +277,34 @@ def test_purge_removes_every_message_in_every_state(queue: durableq.Queue, clock
     assert stats.approximate_number_of_messages_delayed == 0
     clock.advance(1000)
     assert queue.receive(10) == []
+
+
+def test_peek_shows_messages_by_state_without_receiving_them(queue: durableq.Queue, clock: FakeClock) -> None:
+    queue.send("held")
+    [held] = queue.receive()
+    clock.advance(1)
+    queue.send("waiting", attributes={"k": "v"})
+    clock.advance(1)
+    queue.send("later", delay_seconds=60)
+    everything = queue.peek(limit=10)
+    assert [(m.body, m.state) for m in everything] == [
+        ("held", "in_flight"),
+        ("waiting", "visible"),
+        ("later", "delayed"),
+    ]
+    assert everything[0].receive_count == 1 and everything[0].message_id == held.message_id
+    assert everything[1].attributes["k"].value == "v"
+    assert everything[2].visible_at.timestamp() == clock() + 60
+    assert [m.body for m in queue.peek(state="delayed")] == ["later"]
+    assert [m.body for m in queue.peek(limit=1)] == ["held"]
+    before = queue.stats()
+    queue.peek(limit=1000)
+    assert queue.stats() == before  # no side effects
+    assert [m.receive_count for m in queue.receive()] == [0 + 1]  # "waiting" was never received
+
+
+def test_peek_checks_its_arguments(queue: durableq.Queue) -> None:
+    with pytest.raises(durableq.InvalidParameterValue, match="state must be one of visible, in_flight, delayed"):
+        queue.peek(state="gone")
+    with pytest.raises(durableq.InvalidParameterValue, match="limit must be from 1 to 1000"):
+        queue.peek(limit=0)

@@ -1,0 +1,129 @@
+"""Each report checked against the library (stats, metrics) or plain Python over the snapshot file."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+import pytest
+
+from durableq.analytics import REPORT_NAMES, QueueAnalytics, to_rows
+from durableq.analytics.reports import ACCURACY, PERCENTILES
+from durableq.errors import InvalidParameterValue, QueueDoesNotExist
+
+from . import reference, scenario
+from .conftest import Library
+
+
+def by_queue(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {row["queue"]: row for row in rows}
+
+
+def test_depth_by_state_equals_queue_stats(analytics: QueueAnalytics, library: Library) -> None:
+    depth = by_queue(to_rows(analytics.depth_by_state()))
+    assert sorted(depth) == list(scenario.QUEUE_NAMES)
+    for name, stats in library.stats.items():
+        row = depth[name]
+        assert (row["visible"], row["in_flight"], row["delayed"]) == (
+            stats.approximate_number_of_messages,
+            stats.approximate_number_of_messages_not_visible,
+            stats.approximate_number_of_messages_delayed,
+        ), name
+        assert row["total"] == row["visible"] + row["in_flight"] + row["delayed"]
+    assert depth["idle"]["total"] == 0
+    assert all(depth["orders"][state] > 0 for state in ("visible", "in_flight", "delayed"))
+
+
+def test_age_percentiles_against_the_ages_in_the_file(
+    analytics: QueueAnalytics, snapshot_rows: list[reference.Row], library: Library
+) -> None:
+    now = analytics.now_ms
+    ages: dict[str, list[float]] = defaultdict(list)
+    for row in reference.live(snapshot_rows, now):
+        ages[row.queue].append((now - row.enqueued_at) / 1000)
+    report = by_queue(to_rows(analytics.age_percentiles()))
+    assert sorted(report) == list(scenario.QUEUE_NAMES)
+    for name, row in report.items():
+        assert row["oldest"] == library.stats[name].oldest_message_age, name
+        assert row["messages"] == len(ages[name])
+        if not ages[name]:
+            assert row["p50"] is row["p90"] is row["p99"] is None
+            continue
+        for fraction in PERCENTILES:
+            low, high = reference.rank_window(ages[name], fraction, ACCURACY)
+            assert low <= row[f"p{round(fraction * 100)}"] <= high, (name, fraction)
+        assert row["p50"] <= row["p90"] <= row["p99"] <= row["oldest"] + 1
+    # The scenario spreads orders over three minutes: the percentiles tell them apart.
+    assert report["orders"]["p50"] < report["orders"]["p99"]
+
+
+def test_receive_count_histogram(analytics: QueueAnalytics, snapshot_rows: list[reference.Row]) -> None:
+    expected = Counter((r.queue, r.receive_count) for r in reference.live(snapshot_rows, analytics.now_ms))
+    rows = to_rows(analytics.receive_count_histogram())
+    assert {(r["queue"], r["receive_count"]): r["messages"] for r in rows} == expected
+    assert [(r["queue"], r["receive_count"]) for r in rows] == sorted(expected)
+    assert expected[("payments", 2)] == scenario.PAYMENTS_SENT - scenario.PAYMENTS_MOVED
+
+
+def test_dead_letter_rates(analytics: QueueAnalytics, library: Library, snapshot_rows: list[reference.Row]) -> None:
+    report = by_queue(to_rows(analytics.dead_letter_rates()))
+    # Exactly the queues with a redrive policy.
+    assert sorted(report) == ["events.fifo", "orders", "payments"]
+    held = Counter(r.dead_letter_source for r in reference.live(snapshot_rows, analytics.now_ms))
+    for name, row in report.items():
+        minutes = library.metrics[name]
+        received = sum(m.received for m in minutes)
+        moved = sum(m.moved_to_dead_letter for m in minutes)
+        assert (row["received"], row["moved_to_dead_letter"]) == (received, moved)
+        assert row["dead_letter_rate"] == pytest.approx(moved / received)
+        assert row["in_dead_letter_queues"] == held[name]
+        assert row["dead_letter_queue"] == library.attributes[name]["redrive_policy"].dead_letter_queue
+    payments = report["payments"]
+    assert (payments["received"], payments["moved_to_dead_letter"]) == (
+        scenario.PAYMENTS_RECEIVED,
+        scenario.PAYMENTS_MOVED,
+    )
+    assert payments["dead_letter_rate"] == pytest.approx(1 / 3)
+    assert report["events.fifo"]["moved_to_dead_letter"] > 0
+    assert report["orders"]["moved_to_dead_letter"] == 0
+
+
+def test_throughput_per_minute_and_reconstructed_depth(analytics: QueueAnalytics, library: Library) -> None:
+    rows = to_rows(analytics.throughput())
+    dead_letter_queue = {
+        name: (a["redrive_policy"] and a["redrive_policy"].dead_letter_queue) for name, a in library.attributes.items()
+    }
+    depth_now = {
+        name: s.approximate_number_of_messages
+        + s.approximate_number_of_messages_not_visible
+        + s.approximate_number_of_messages_delayed
+        for name, s in library.stats.items()
+    }
+    expected = reference.depth_estimate(library.metrics, dead_letter_queue, depth_now)
+    got: dict[str, list[tuple[Any, int]]] = defaultdict(list)
+    for row in rows:
+        got[row["queue"]].append((row["minute"], row["depth"]))
+    assert got == {q: [(minute, depth) for minute, _, depth in walked] for q, walked in expected.items()}
+    # Counters pass through unchanged.
+    counters = {(r["queue"], r["minute"]): (r["sent"], r["deleted"], r["expired"]) for r in rows}
+    for name, minutes in library.metrics.items():
+        for m in minutes:
+            assert counters[(name, m.minute)] == (m.sent, m.deleted, m.expired)
+    # Every change was counted, so each queue started empty; audit's unswept expired
+    # messages are the documented exception (gone from the depth, not yet counted).
+    started = {q: walked[0][2] - walked[0][1] for q, walked in expected.items()}
+    assert started == {q: (-scenario.AUDIT_EXPIRED if q == "audit" else 0) for q in expected}
+    assert "payments-dlq" in expected and "events-dlq.fifo" in expected
+
+
+@pytest.mark.parametrize("name", REPORT_NAMES)
+def test_a_queue_filter_keeps_that_queue_s_rows(analytics: QueueAnalytics, name: str) -> None:
+    everything = to_rows(analytics.report(name))
+    assert to_rows(analytics.report(name, queue="payments")) == [r for r in everything if r["queue"] == "payments"]
+
+
+def test_unknown_report_or_queue(analytics: QueueAnalytics) -> None:
+    with pytest.raises(InvalidParameterValue, match="depth"):
+        analytics.report("nope")
+    with pytest.raises(QueueDoesNotExist, match="nope"):
+        analytics.report("depth", queue="nope")

@@ -56,6 +56,7 @@ from .types import (
     SendEntry,
     SendResult,
 )
+from .worker import Worker
 
 __version__ = "0.1.0"
 
@@ -100,6 +101,7 @@ __all__ = [
     "SendResult",
     "TooManyEntriesInBatchRequest",
     "UnsupportedOperation",
+    "Worker",
     "errors",
     "open",
 ]

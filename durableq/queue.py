@@ -40,6 +40,10 @@ class Queue:
     def fifo(self) -> bool:
         return self._fifo
 
+    def _location(self) -> tuple[str, str]:
+        """The file and durability of this queue's broker (what another process needs to open it)."""
+        return str(self._rt.db.path), self._rt.db.durability
+
     def __repr__(self) -> str:
         kind = "FIFO" if self._fifo else "standard"
         return f"<durableq.Queue {self._name!r} ({kind}) in {str(self._rt.db.path)!r}>"

@@ -43,11 +43,11 @@ def integer(
     return value
 
 
-def optional_integer(
-    name: str, value: object, low: int, high: int, default: int, unit: str = "seconds"
-) -> int:
-    """Like :func:`integer`, with ``None`` meaning ``default``."""
-    return default if value is None else integer(name, value, low, high, unit)
+def number(name: str, value: object, low: float, high: float, unit: str = "seconds") -> float:
+    """``value`` as an int or float within ``[low, high]``, else InvalidParameterValue."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        raise InvalidParameterValue(f"{name} must be a number from {low:g} to {high:g} {unit}; got {value!r}")
+    return value
 
 
 def choice(

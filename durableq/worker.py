@@ -1,0 +1,288 @@
+"""``Worker``: runs a handler over a queue, the way SQS leaves users to write themselves.
+
+A message whose handler returns is deleted; one whose handler raises is left
+for a retry after a back-off (through its visibility timeout), and the
+queue's redrive policy moves it to the dead-letter queue after its maximum
+receives.  While a handler runs, a heartbeat extends the message's visibility
+so that a long job is not handed to another consumer.  Stopping (``stop()``,
+SIGINT or SIGTERM) stops receiving, lets running handlers finish within a
+grace period, and makes what is unfinished visible again at once.  A worker
+killed outright loses nothing either: its messages come back when their
+visibility timeout ends.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import limits, validation
+from .errors import DurableQError, InvalidParameterValue
+from .queue import Queue
+from .types import Message
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Message], Any]
+#: How often a waiting worker checks whether it was asked to stop (its long polls last this long).
+STOP_CHECK = 1.0
+DEFAULT_GRACE_PERIOD = 30.0
+MAX_GRACE_PERIOD = 86_400
+MAX_CONCURRENCY = 1_024
+MAX_BACKOFF = 900
+
+
+def default_backoff(receive_count: int) -> int:
+    """Seconds before a failed message is retried: 2, 4, 8 ... capped at 15 minutes."""
+    return min(2 ** min(receive_count, 16), MAX_BACKOFF)
+
+
+@dataclass
+class _Job:
+    message: Message
+    received_at: float = field(default_factory=time.monotonic)
+    extended_at: float = field(default_factory=time.monotonic)
+    lost: bool = False  # another consumer has the message now: never delete it
+    released: bool = False  # the worker gave it back at stop: the handler's outcome no longer counts
+
+
+class Worker:
+    """Runs ``handler`` on the messages of ``queue`` until stopped.
+
+    ``concurrency`` handlers run at once, in threads, or in that many worker
+    processes with ``processes=True`` (the handler must then be importable, a
+    module-level function).  ``visibility_timeout`` defaults to the queue's;
+    the heartbeat extends it every ``heartbeat_interval`` seconds (default: half
+    the timeout).  ``backoff(receive_count)`` gives the seconds before a failed
+    message is retried.
+    """
+
+    def __init__(
+        self,
+        queue: Queue,
+        handler: Handler,
+        *,
+        concurrency: int = 1,
+        visibility_timeout: int | None = None,
+        heartbeat_interval: float | None = None,
+        wait_time: int = limits.MAX_RECEIVE_WAIT_TIME,
+        max_messages: int = limits.MAX_MESSAGES_PER_RECEIVE,
+        backoff: Callable[[int], int] = default_backoff,
+        processes: bool = False,
+        grace_period: float = DEFAULT_GRACE_PERIOD,
+    ) -> None:
+        if not callable(handler):
+            raise InvalidParameterValue("handler must be a callable taking a durableq.Message")
+        validation.integer("concurrency", concurrency, 1, MAX_CONCURRENCY, "handlers")
+        validation.integer("wait_time", wait_time, 0, limits.MAX_RECEIVE_WAIT_TIME)
+        validation.integer("max_messages", max_messages, 1, limits.MAX_MESSAGES_PER_RECEIVE, "messages")
+        validation.number("grace_period", grace_period, 0, MAX_GRACE_PERIOD)
+        if visibility_timeout is not None:
+            validation.integer("visibility_timeout", visibility_timeout, 1, limits.MAX_VISIBILITY_TIMEOUT)
+        self.queue = queue
+        self.handler = handler
+        self.concurrency = concurrency
+        self.visibility_timeout = visibility_timeout or queue.attributes()["visibility_timeout"]
+        if self.visibility_timeout < 1:
+            raise InvalidParameterValue("the worker needs a visibility timeout of at least 1 s (the queue's is 0)")
+        self.heartbeat_interval = heartbeat_interval or max(self.visibility_timeout / 2, 0.5)
+        validation.number("heartbeat_interval", self.heartbeat_interval, 0.05, self.visibility_timeout)
+        self.wait_time = wait_time
+        self.max_messages = max_messages
+        self.backoff = backoff
+        self.processes = processes
+        self.grace_period = grace_period
+        self._stop = threading.Event()
+        self._jobs: dict[str, _Job] = {}
+        self._lock = threading.Condition()
+
+    # -- control -------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop receiving; ``run`` returns once running handlers finished or the grace period ended."""
+        self._stop.set()
+        with self._lock:
+            self._lock.notify_all()
+
+    def run(self) -> None:
+        """Receive and handle messages until ``stop()``, SIGINT or SIGTERM."""
+        restore = _install_signal_handlers(self.stop)
+        try:
+            if self.processes:
+                self._run_processes()
+            else:
+                self._run_threads()
+        finally:
+            restore()
+
+    # -- threads -------------------------------------------------------------
+
+    def _run_threads(self) -> None:
+        heartbeat = threading.Thread(target=self._heartbeat, name="durableq-heartbeat", daemon=True)
+        heartbeat.start()
+        try:
+            while not self._stop.is_set():
+                free = self._wait_for_a_free_slot()
+                if free == 0:
+                    continue
+                try:
+                    messages = self.queue.receive(
+                        min(free, self.max_messages),
+                        visibility_timeout=self.visibility_timeout,
+                        wait_time=min(self.wait_time, int(STOP_CHECK)),
+                    )
+                except DurableQError as exc:
+                    log.error("receive from %s failed: %s; retrying in %s s", self.queue.name, exc, STOP_CHECK)
+                    self._stop.wait(STOP_CHECK)
+                    continue
+                for message in messages:
+                    with self._lock:
+                        self._jobs[message.receipt_handle] = _Job(message)
+                    # Daemon threads: a handler still running after the grace period must not
+                    # keep the process alive (its message was released for another consumer).
+                    threading.Thread(target=self._handle, args=(message,), name="durableq-job", daemon=True).start()
+        finally:
+            self._drain()
+            self._stop.set()
+            heartbeat.join()
+
+    def _wait_for_a_free_slot(self) -> int:
+        with self._lock:
+            while len(self._jobs) >= self.concurrency and not self._stop.is_set():
+                self._lock.wait(STOP_CHECK)
+            return 0 if self._stop.is_set() else self.concurrency - len(self._jobs)
+
+    def _handle(self, message: Message) -> None:
+        started = time.monotonic()
+        try:
+            self.handler(message)
+        except Exception as exc:  # the handler's failure is the message's, not the worker's
+            self._finish(message, started, failure=exc)
+        else:
+            self._finish(message, started, failure=None)
+
+    def _finish(self, message: Message, started: float, failure: Exception | None) -> None:
+        with self._lock:
+            job = self._jobs.pop(message.receipt_handle, None)
+            self._lock.notify_all()
+        took = time.monotonic() - started
+        if job is None or job.released:
+            log.warning("job %s finished after the worker released it; left for another consumer", message.message_id)
+            return
+        if job.lost:
+            log.warning("job %s finished, but another consumer holds the message now: not deleted", message.message_id)
+            return
+        try:
+            if failure is None:
+                self.queue.delete(message.receipt_handle)
+                log.info("job %s done in %.3f s", message.message_id, took)
+            else:
+                delay = self.backoff(message.receive_count)
+                self.queue.change_visibility(message.receipt_handle, delay)
+                log.warning(
+                    "job %s failed in %.3f s (receive %d): %s: %s; retry in %d s",
+                    message.message_id,
+                    took,
+                    message.receive_count,
+                    type(failure).__name__,
+                    failure,
+                    delay,
+                )
+        except DurableQError as exc:
+            log.error("job %s: could not settle the message: %s", message.message_id, exc)
+
+    def _heartbeat(self) -> None:
+        """Extend the visibility of long-running jobs, never past 12 h from their receive."""
+        tick = min(self.heartbeat_interval, STOP_CHECK)
+        while not self._stop.wait(tick):
+            now = time.monotonic()
+            with self._lock:
+                due = [j for j in self._jobs.values() if not j.lost and now - j.extended_at >= self.heartbeat_interval]
+            for job in due:
+                self._extend(job, now)
+
+    def _extend(self, job: _Job, now: float) -> None:
+        left = int(limits.MAX_TOTAL_VISIBILITY - (now - job.received_at)) - 1
+        timeout = min(self.visibility_timeout, left)
+        if timeout <= 0:
+            return  # the 12-hour cap: the message will be visible again when it ends
+        try:
+            self.queue.change_visibility(job.message.receipt_handle, timeout)
+            job.extended_at = now
+        except DurableQError as exc:
+            job.lost = True
+            log.warning("job %s: visibility not extended (%s); it will not be deleted", job.message.message_id, exc)
+
+    def _drain(self) -> None:
+        """Give running handlers the grace period, then release what is left."""
+        deadline = time.monotonic() + self.grace_period
+        with self._lock:
+            while self._jobs and time.monotonic() < deadline:
+                self._lock.wait(min(deadline - time.monotonic(), STOP_CHECK))
+            unfinished = [j for j in self._jobs.values() if not j.lost]
+            for job in unfinished:
+                job.released = True
+        for job in unfinished:
+            try:
+                self.queue.change_visibility(job.message.receipt_handle, 0)
+                log.warning("job %s still running at stop: released for another consumer", job.message.message_id)
+            except DurableQError as exc:
+                log.error("job %s could not be released: %s", job.message.message_id, exc)
+
+    # -- processes -----------------------------------------------------------
+
+    def _run_processes(self) -> None:
+        context = multiprocessing.get_context("spawn")
+        path, durability = self.queue._location()
+        options = {
+            "visibility_timeout": self.visibility_timeout,
+            "heartbeat_interval": self.heartbeat_interval,
+            "wait_time": self.wait_time,
+            "max_messages": 1,
+            "backoff": self.backoff,
+            "grace_period": self.grace_period,
+        }
+        children = [
+            context.Process(
+                target=_child,
+                args=(path, durability, self.queue.name, self.handler, options),
+                name=f"durableq-worker-{i}",
+            )
+            for i in range(self.concurrency)
+        ]
+        for child in children:
+            child.start()
+        try:
+            while any(c.is_alive() for c in children) and not self._stop.wait(STOP_CHECK):
+                pass
+        finally:
+            for child in children:
+                if child.is_alive() and child.pid is not None:
+                    child.terminate()  # SIGTERM: each child stops cleanly on its own
+            for child in children:
+                child.join()
+
+
+def _child(path: str, durability: str, queue: str, handler: Handler, options: dict[str, Any]) -> None:
+    from .broker import open as open_broker
+
+    with open_broker(path, durability=durability) as broker:
+        Worker(broker.get_queue(queue), handler, concurrency=1, **options).run()
+
+
+def _install_signal_handlers(stop: Callable[[], None]) -> Callable[[], None]:
+    """SIGINT and SIGTERM call ``stop``; returns what puts the old handlers back.
+
+    Signal handlers can only be set from the main thread; elsewhere ``stop()`` is the way.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = {sig: signal.signal(sig, lambda *_: stop()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    return lambda: [signal.signal(sig, handler) for sig, handler in previous.items()] and None
+

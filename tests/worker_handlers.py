@@ -1,0 +1,42 @@
+"""Handlers the worker tests run, in threads or in worker processes (so: importable).
+
+A message body is JSON naming a log file; the handler appends "start" and
+"end" lines there (one short append each, atomic with O_APPEND), so a test
+can see which process ran which job and when.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import durableq
+
+
+def _log(path: str, event: str, job: str) -> None:
+    line = f"{event} {job} {os.getpid()} {time.time():.6f}\n".encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+def record(message: durableq.Message) -> None:
+    """Log the job, sleep as long as it says, fail if it says so."""
+    job = json.loads(message.body)
+    _log(job["log"], "start", job["id"])
+    time.sleep(job.get("sleep", 0))
+    if job.get("fail"):
+        _log(job["log"], "fail", job["id"])
+        raise RuntimeError(f"job {job['id']} fails on purpose")
+    _log(job["log"], "end", job["id"])
+
+
+def events(path: str) -> list[tuple[str, str, int, float]]:
+    """The lines a handler logged: (event, job id, pid, time)."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as handle:
+        return [(e, j, int(p), float(t)) for e, j, p, t in (line.split() for line in handle if line.strip())]

@@ -48,17 +48,15 @@ class Counters:
         self._db = db
         self._pending: dict[tuple[str, int], list[int]] = {}
         self._lock = threading.Lock()
-        self._pid = os.getpid()
         self._stop = threading.Event()
         self._flusher: threading.Thread | None = None
         atexit.register(_flush_at_exit, weakref.ref(self))
+        _all_counters.add(self)
 
     def add(self, queue: str, now: int, kind: int, count: int = 1) -> None:
         """Count ``count`` events of ``kind`` (SENT, RECEIVED, ...) of ``queue`` in the minute of ``now``."""
         key = (queue, now - now % MINUTE_MS)
         with self._lock:
-            if self._pid != os.getpid():
-                self._forked()
             row = self._pending.get(key)
             if row is None:
                 row = self._pending[key] = [0, 0, 0, 0, 0, 0]
@@ -70,8 +68,6 @@ class Counters:
     def flush(self) -> None:
         """Write what is pending, in one transaction; on failure keep it for the next try."""
         with self._lock:
-            if self._pid != os.getpid():
-                self._forked()
             pending, self._pending = self._pending, {}
         if not pending:
             return
@@ -101,7 +97,7 @@ class Counters:
         # A forked child inherits its parent's pending counts: the parent writes them, not us.
         self._pending = {}
         self._flusher = None
-        self._pid = os.getpid()
+        self._lock = threading.Lock()
 
     def _run(self) -> None:
         while not self._stop.wait(FLUSH_INTERVAL):
@@ -109,6 +105,17 @@ class Counters:
                 self.flush()
             except DurableQError:
                 log.warning("could not write queue counters (will retry)", exc_info=True)
+
+
+_all_counters: weakref.WeakSet[Counters] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for counters in list(_all_counters):
+        counters._forked()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _flush_at_exit(ref: weakref.ref[Counters]) -> None:

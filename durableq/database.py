@@ -11,6 +11,7 @@ import logging
 import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -61,8 +62,8 @@ class Database:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
-        self._pid = os.getpid()
         self._closed = False
+        _open_databases.add(self)
 
     # -- connections -------------------------------------------------------
 
@@ -86,11 +87,6 @@ class Database:
     @property
     def conn(self) -> sqlite3.Connection:
         """This thread's connection, opened on first use."""
-        if self._pid != os.getpid():
-            # A forked child must not use its parent's SQLite connections; drop them unclosed.
-            self._local = threading.local()
-            self._connections = []
-            self._pid = os.getpid()
         conn = getattr(self._local, "conn", None)
         if conn is None:
             if self._closed:
@@ -100,6 +96,12 @@ class Database:
             with self._lock:
                 self._connections.append(conn)
         return conn
+
+    def _forget_connections(self) -> None:
+        # A forked child must not use its parent's SQLite connections: drop them unclosed.
+        self._local = threading.local()
+        self._connections = []
+        self._lock = threading.Lock()
 
     def close(self) -> None:
         self._closed = True
@@ -160,6 +162,17 @@ class Database:
             return self.conn.execute("PRAGMA data_version").fetchone()[0]
         except sqlite3.Error as exc:
             raise translate(exc, self.path, self.busy_timeout) from exc
+
+
+_open_databases: weakref.WeakSet[Database] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for db in list(_open_databases):
+        db._forget_connections()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class _Statement:

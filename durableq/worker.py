@@ -60,7 +60,8 @@ class Worker:
     module-level function).  ``visibility_timeout`` defaults to the queue's;
     the heartbeat extends it every ``heartbeat_interval`` seconds (default: half
     the timeout).  ``backoff(receive_count)`` gives the seconds before a failed
-    message is retried.
+    message is retried.  With ``idle_timeout``, ``run`` also returns once no
+    message came and none ran for that many seconds (batch jobs, demos).
     """
 
     def __init__(
@@ -76,6 +77,7 @@ class Worker:
         backoff: Callable[[int], int] = default_backoff,
         processes: bool = False,
         grace_period: float = DEFAULT_GRACE_PERIOD,
+        idle_timeout: float | None = None,
     ) -> None:
         if not callable(handler):
             raise InvalidParameterValue("handler must be a callable taking a durableq.Message")
@@ -98,6 +100,9 @@ class Worker:
         self.backoff = backoff
         self.processes = processes
         self.grace_period = grace_period
+        if idle_timeout is not None:
+            validation.number("idle_timeout", idle_timeout, 0, MAX_GRACE_PERIOD)
+        self.idle_timeout = idle_timeout
         self._stop = threading.Event()
         self._jobs: dict[str, _Job] = {}
         self._lock = threading.Condition()
@@ -126,8 +131,12 @@ class Worker:
     def _run_threads(self) -> None:
         heartbeat = threading.Thread(target=self._heartbeat, name="durableq-heartbeat", daemon=True)
         heartbeat.start()
+        idle_since = time.monotonic()
         try:
             while not self._stop.is_set():
+                if self._idle_for(idle_since):
+                    log.info("no message for %s s: stopping", self.idle_timeout)
+                    break
                 free = self._wait_for_a_free_slot()
                 if free == 0:
                     continue
@@ -141,6 +150,8 @@ class Worker:
                     log.error("receive from %s failed: %s; retrying in %s s", self.queue.name, exc, STOP_CHECK)
                     self._stop.wait(STOP_CHECK)
                     continue
+                if messages or self._jobs:
+                    idle_since = time.monotonic()
                 for message in messages:
                     with self._lock:
                         self._jobs[message.receipt_handle] = _Job(message)
@@ -151,6 +162,9 @@ class Worker:
             self._drain()
             self._stop.set()
             heartbeat.join()
+
+    def _idle_for(self, since: float) -> bool:
+        return self.idle_timeout is not None and not self._jobs and time.monotonic() - since >= self.idle_timeout
 
     def _wait_for_a_free_slot(self) -> int:
         with self._lock:
@@ -247,6 +261,7 @@ class Worker:
             "max_messages": 1,
             "backoff": self.backoff,
             "grace_period": self.grace_period,
+            "idle_timeout": self.idle_timeout,
         }
         children = [
             context.Process(

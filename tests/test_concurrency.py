@@ -111,3 +111,21 @@ def test_the_standard_in_flight_limit_is_120000(broker: durableq.Broker) -> None
     with pytest.raises(durableq.OverLimit, match="120000"):
         queue.receive()
     assert queue.stats().approximate_number_of_messages == 10
+
+
+def _send_from_inherited_broker(queue: durableq.Queue) -> None:
+    queue.send("from a forked child")
+
+
+def test_a_forked_child_can_use_the_broker_it_inherited(db_path: Path) -> None:
+    with durableq.open(db_path) as broker:
+        queue = broker.create_queue("jobs")
+        queue.send("from the parent")  # the parent has a connection and pending counters now
+        child = multiprocessing.get_context("fork").Process(target=_send_from_inherited_broker, args=(queue,))
+        child.start()
+        child.join(30)
+        assert child.exitcode == 0
+        assert sorted(m.body for m in queue.receive(10)) == ["from a forked child", "from the parent"]
+        # The parent's pending count is not written twice; the child's own count may be lost, as
+        # multiprocessing ends children with os._exit (no exit hooks): counters may lag by 1 s.
+        assert sum(m.sent for m in queue.metrics()) in (1, 2)

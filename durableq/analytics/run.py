@@ -88,6 +88,11 @@ def export_parquet(
     unless ``overwrite``.
     """
     base = str(out_dir).rstrip("/")
+    if not overwrite and "://" not in base:
+        # A local folder is checked up front, so a refused export writes nothing at all.
+        existing = [f"{base}/{t}" for t in EXPORTED_TABLES if os.path.exists(f"{base}/{t}")]
+        if existing:
+            raise AnalyticsError(f"{', '.join(existing)} already exist(s); remove them or export with overwrite")
     written: Rows = []
     with QueueAnalytics.open(
         path, spark=spark, master=master, jdbc_jar=jar, clock=clock, partitions=partitions

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,3 +69,16 @@ def snapshot_rows(analytics: QueueAnalytics) -> list[reference.Row]:
 def spark_messages(analytics: QueueAnalytics) -> dict[str, dict[str, Any]]:
     """``messages()`` collected, by message id."""
     return {row["message_id"]: row for row in to_rows(analytics.messages())}
+
+
+@pytest.fixture(scope="session")
+def report_rows(analytics: QueueAnalytics) -> Callable[[str], list[dict[str, Any]]]:
+    """The rows of a report over the whole snapshot, computed once per report."""
+    cache: dict[str, list[dict[str, Any]]] = {}
+
+    def rows(name: str) -> list[dict[str, Any]]:
+        if name not in cache:
+            cache[name] = to_rows(analytics.report(name))
+        return cache[name]
+
+    return rows

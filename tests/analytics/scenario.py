@@ -52,8 +52,8 @@ def entries(prefix: str, count: int, **options: object) -> Iterator[list[SendEnt
         ]
 
 
-def send(queue: durableq.Queue, count: int, **options: object) -> None:
-    for batch in entries(queue.name, count, **options):
+def send(queue: durableq.Queue, count: int, prefix: str = "", **options: object) -> None:
+    for batch in entries(f"{queue.name}{prefix}", count, **options):
         result = queue.send_batch(batch)
         assert not result.failed, result.failed
 
@@ -88,14 +88,14 @@ def build(path: Path) -> Scenario:
         broker.create_queue("idle")
 
         # Minute 0: orders (a tenth delayed by 15 minutes) and audit messages that will expire.
-        send(orders, 5_400)
-        send(orders, 600, delay_seconds=900)
+        send(orders, 9_000)
+        send(orders, 1_000, "-delayed", delay_seconds=900)
         send(audit, AUDIT_EXPIRED)
         clock.advance(60)
         # Minute 1: more orders; FIFO events in 30 groups.
-        send(orders, 6_000)
+        send(orders, 8_000, "-later")
         for group in range(30):
-            send(events, 200, group_id=f"group-{group}")
+            send(events, 200, f"-{group}", group_id=f"group-{group}")
         clock.advance(60)
         # Minute 2: orders go in flight; some are deleted, some released (visible, received once).
         send(payments, PAYMENTS_SENT)
@@ -126,6 +126,6 @@ def build(path: Path) -> Scenario:
         clock.advance(60)
         # Minute 5: delayed messages, and audit messages still within their retention.
         send(scheduled, 2_000)
-        send(audit, AUDIT_LIVE)
+        send(audit, AUDIT_LIVE, "-live")
         clock.advance(5)
     return scenario

@@ -94,7 +94,10 @@ def test_values_match_what_receive_returned(
         row = spark_messages.get(message_id)
         if row is None:  # deleted since
             continue
-        assert row["sent_at"] == message.sent_at
+        if row["dead_letter_source"] is not None and row["queue"].endswith(".fifo"):
+            assert row["sent_at"] > message.sent_at  # a FIFO message's enqueue time restarts in its DLQ
+        else:
+            assert row["sent_at"] == message.sent_at
         assert row["first_received_at"] == message.first_received_at
         assert row["receive_count"] >= message.receive_count
         compared += 1

@@ -1,0 +1,1 @@
+"""A job-queue example: ``producer.py`` sends thumbnail jobs, ``handlers.py`` does them."""

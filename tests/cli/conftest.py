@@ -1,0 +1,45 @@
+"""Fixtures of the CLI tests: a database file, a runner that checks the exit status,
+and the library opened on the same file to check what a command did.
+
+The CLI opens the file with the real clock, so these tests share it: they use
+visibility timeouts of 0 and the like instead of waiting, and never a fake clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+import durableq
+from durableq.cli import main
+
+Run = Callable[..., Result]
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "cli.db"
+
+
+@pytest.fixture
+def run(db: Path) -> Run:
+    """``run(*args, code=0, input=None, env=None)``: invoke ``durableq --db DB args`` and check the exit status."""
+    runner = CliRunner()
+
+    def invoke(*args: str, code: int = 0, input: str | None = None, env: dict[str, str] | None = None) -> Result:
+        result = runner.invoke(main, ["--db", str(db), *args], input=input, env=env, catch_exceptions=False)
+        assert result.exit_code == code, f"exit {result.exit_code}, wanted {code}:\n{result.output}"
+        assert "Traceback" not in result.output
+        return result
+
+    return invoke
+
+
+@pytest.fixture
+def broker(db: Path) -> Iterator[durableq.Broker]:
+    """The library on the CLI's file (creating it), to set up and check."""
+    with durableq.open(db, durability="normal") as opened:
+        yield opened

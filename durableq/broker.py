@@ -9,7 +9,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from . import limits, queues, validation
+from . import limits, queues, settings, validation
+from .limits import DEFAULT
 from .database import Database, prepare_file
 from .errors import InvalidParameterValue
 from .migrate import ensure_schema
@@ -86,40 +87,50 @@ class Broker:
         name: str,
         *,
         fifo: bool = False,
-        visibility_timeout: int = limits.DEFAULT_VISIBILITY_TIMEOUT,
-        delay_seconds: int = limits.DEFAULT_DELAY_SECONDS,
-        retention_period: int = limits.DEFAULT_RETENTION_PERIOD,
-        receive_wait_time: int = limits.DEFAULT_RECEIVE_WAIT_TIME,
-        maximum_message_size: int = limits.DEFAULT_MAXIMUM_MESSAGE_SIZE,
-        content_based_deduplication: bool = False,
-        deduplication_scope: str = limits.DEFAULT_DEDUPLICATION_SCOPE,
-        redrive_policy: RedrivePolicy | None = None,
-        redrive_allow_policy: RedriveAllowPolicy | None = None,
+        visibility_timeout: int = DEFAULT,
+        delay_seconds: int = DEFAULT,
+        retention_period: int = DEFAULT,
+        receive_wait_time: int = DEFAULT,
+        maximum_message_size: int = DEFAULT,
+        content_based_deduplication: bool = DEFAULT,
+        deduplication_scope: str = DEFAULT,
+        redrive_policy: RedrivePolicy | None = DEFAULT,
+        redrive_allow_policy: RedriveAllowPolicy | None = DEFAULT,
         tags: Mapping[str, str] | None = None,
+        **sqs_settings: Any,
     ) -> Queue:
-        """Create a queue, or return the existing one if its attributes are identical."""
+        """Create a queue, or return the existing one if the settings given are the ones it has.
+
+        Defaults (``durableq.limits``): visibility timeout 30 s, no delay, 4 days of
+        retention, no long polling, 256 KiB messages; FIFO queues deduplicate by
+        queue scope and by explicit ids.  Settings not given are not compared
+        with an existing queue, as in SQS.  ``sqs_settings`` takes the settings
+        kept only for SQS clients: ``policy``, ``kms_master_key_id``,
+        ``kms_data_key_reuse_period``, ``sqs_managed_sse_enabled``,
+        ``fifo_throughput_limit``.
+        """
         if not isinstance(fifo, bool):
             raise InvalidParameterValue(f"fifo must be True or False; got {fifo!r}")
         validation.queue_name(name, fifo=fifo)
-        settings: dict[str, Any] = {
+        given = {
             "visibility_timeout": visibility_timeout,
             "delay_seconds": delay_seconds,
             "retention_period": retention_period,
             "receive_wait_time": receive_wait_time,
             "maximum_message_size": maximum_message_size,
+            "content_based_deduplication": content_based_deduplication,
+            "deduplication_scope": deduplication_scope,
             "redrive_policy": redrive_policy,
             "redrive_allow_policy": redrive_allow_policy,
+            **sqs_settings,
         }
-        # FIFO-only settings reach a standard queue's checks only when set, so they are refused.
-        if fifo or content_based_deduplication is not False:
-            settings["content_based_deduplication"] = content_based_deduplication
-        if fifo or deduplication_scope != limits.DEFAULT_DEDUPLICATION_SCOPE:
-            settings["deduplication_scope"] = deduplication_scope
         checked_tags = validation.tags(tags) if tags else {}
         if len(checked_tags) > limits.MAX_TAGS:
             raise InvalidParameterValue(f"a queue holds at most {limits.MAX_TAGS} tags; got {len(checked_tags)}")
         with self._rt.db.write() as conn:
-            queue, created = queues.create(conn, name, fifo, settings, self._rt.now_ms())
+            queue, created = settings.create(
+                conn, name, fifo, {k: v for k, v in given.items() if v is not DEFAULT}, self._rt.now_ms()
+            )
             if created and checked_tags:
                 queues.set_tags(conn, queue, checked_tags)
         return Queue(self._rt, name, fifo)

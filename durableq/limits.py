@@ -7,6 +7,21 @@ says otherwise.
 
 from __future__ import annotations
 
+from typing import Any
+
+
+class _Default:
+    """What an argument is when not given: the documented default applies, and
+    ``create_queue`` on an existing queue compares only the settings given."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+DEFAULT: Any = _Default()
+
 # Queue attributes: defaults and allowed ranges (SPEC §2).
 DEFAULT_VISIBILITY_TIMEOUT = 30
 MAX_VISIBILITY_TIMEOUT = 43_200
@@ -26,6 +41,18 @@ MAX_RECEIVE_WAIT_TIME = 20
 DEFAULT_MAXIMUM_MESSAGE_SIZE = 262_144
 MIN_MAXIMUM_MESSAGE_SIZE = 1_024
 MAX_MAXIMUM_MESSAGE_SIZE = 1_048_576
+
+# Settings kept for SQS clients (stored and returned, not acted on).
+DEFAULT_KMS_DATA_KEY_REUSE_PERIOD = 300
+MIN_KMS_DATA_KEY_REUSE_PERIOD = 60
+MAX_KMS_DATA_KEY_REUSE_PERIOD = 86_400
+MAX_KMS_KEY_ID_LENGTH = 2_048
+MAX_POLICY_BYTES = 20_480
+MAX_PERMISSION_LABEL_LENGTH = 80
+FIFO_THROUGHPUT_LIMITS = ("perQueue", "perMessageGroupId")
+DEFAULT_FIFO_THROUGHPUT_LIMIT = "perQueue"
+#: AWSTraceHeader, the one message system attribute SQS lets senders set.
+MAX_TRACE_HEADER_LENGTH = 1_024
 
 # Messages and batches.
 DEFAULT_MAX_MESSAGES = 1

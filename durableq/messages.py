@@ -12,7 +12,7 @@ from .types import Message
 #: The columns :func:`to_message` reads, in its order (after ``id``).
 COLUMNS = (
     "id, message_id, body, attributes, receipt_handle, receive_count, enqueued_at, "
-    "first_received_at, group_id, deduplication_id, sequence, dead_letter_source"
+    "first_received_at, group_id, deduplication_id, sequence, dead_letter_source, trace_header"
 )
 
 def claim_set(visible_at: str) -> str:
@@ -50,6 +50,7 @@ def to_message(row: Sequence[Any]) -> Message:
         row[9],
         None if sequence is None else format_sequence(sequence),
         row[11],
+        row[12],
     )
 
 

@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
-from . import batch, limits, peek, queues, send, stats, validation, visibility
+from . import batch, limits, peek, permissions, queues, send, settings, stats, validation, visibility
 from .errors import BatchRequestTooLong, DurableQError, InvalidParameterValue
 from .runtime import Runtime
 from .types import (
@@ -62,12 +62,12 @@ class Queue:
     def attributes(self) -> dict[str, Any]:
         """The queue's settings, and when it was created and last changed."""
         with self._rt.db.statement() as conn:
-            return queues.attributes(self._fresh(conn))
+            return settings.attributes(self._fresh(conn))
 
     def set_attributes(self, **changes: Any) -> None:
         """Change settings (the keyword names of ``create_queue``, except ``fifo`` and ``tags``)."""
         with self._rt.db.write() as conn:
-            queues.update(conn, self._fresh(conn), changes, self._rt.now_ms())
+            settings.update(conn, self._fresh(conn), changes, self._rt.now_ms())
         self._rt.catalog.forget(self._name)
 
     def stats(self) -> QueueStats:
@@ -92,6 +92,21 @@ class Queue:
         """
         with self._rt.db.read() as conn:
             return peek.peek(conn, self._fresh(conn), state, limit, self._rt.now_ms())
+
+    def add_permission(
+        self, label: str, account_ids: Sequence[str], actions: Sequence[str], *, resource: str | None = None
+    ) -> None:
+        """Add a statement to the queue's access policy (kept for SQS clients, not enforced)."""
+        with self._rt.db.write() as conn:
+            queue = self._fresh(conn)
+            permissions.add(conn, queue, label, account_ids, actions, resource or queue.name, self._rt.now_ms())
+        self._rt.catalog.forget(self._name)
+
+    def remove_permission(self, label: str) -> None:
+        """Remove the access-policy statement named ``label``."""
+        with self._rt.db.write() as conn:
+            permissions.remove(conn, self._fresh(conn), label, self._rt.now_ms())
+        self._rt.catalog.forget(self._name)
 
     def purge(self) -> None:
         """Remove every message, in every state, and forget FIFO deduplication ids."""
@@ -125,14 +140,19 @@ class Queue:
         attributes: Mapping[str, AttributeInput] | None = None,
         group_id: str | None = None,
         deduplication_id: str | None = None,
+        trace_header: str | None = None,
     ) -> SendResult:
-        """Send one message; when this returns, the message is committed to the file."""
+        """Send one message; when this returns, the message is committed to the file.
+
+        ``trace_header`` is SQS's AWSTraceHeader system attribute, kept and returned as is.
+        """
         item = send.check(
             body,
             delay_seconds=delay_seconds,
             attributes=attributes,
             group_id=group_id,
             deduplication_id=deduplication_id,
+            trace_header=trace_header,
         )
         rt = self._rt
         if not self._fifo:
@@ -159,6 +179,7 @@ class Queue:
                         attributes=entry.attributes,
                         group_id=entry.group_id,
                         deduplication_id=entry.deduplication_id,
+                        trace_header=entry.trace_header,
                     )
                 )
             except DurableQError as exc:

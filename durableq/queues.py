@@ -1,4 +1,7 @@
-"""Queue rows: settings, creation, lookup, listing, deletion, purge and tags."""
+"""Queue rows: the row every operation reads, its cache, listing, deletion, purge and tags.
+
+Checking settings and writing them is ``settings.py``'s concept.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +13,8 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from . import limits, validation
-from .errors import (
-    InvalidAttributeName,
-    InvalidAttributeValue,
-    InvalidParameterValue,
-    QueueDoesNotExist,
-    QueueNameExists,
-)
-from .types import RedriveAllowPolicy, RedrivePolicy, datetime_from_ms
+from .errors import InvalidParameterValue, QueueDoesNotExist
+from .types import RedriveAllowPolicy, RedrivePolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +37,11 @@ class QueueConfig:
     redrive_source_queues: str | None
     created_at: int
     last_modified: int
+    policy: str | None
+    kms_master_key_id: str | None
+    kms_data_key_reuse_period: int
+    sqs_managed_sse_enabled: bool
+    fifo_throughput_limit: str | None
 
     @property
     def in_flight_limit(self) -> int:
@@ -62,28 +64,6 @@ class QueueConfig:
 _FIELDS = [f.name for f in fields(QueueConfig)]
 _COLUMNS = ", ".join(_FIELDS)
 _SELECT_BY_NAME = f"SELECT {_COLUMNS} FROM queues WHERE name = ?"
-
-# Settings with a plain integer range: name -> (low, high, unit).
-_RANGES: dict[str, tuple[int, int, str]] = {
-    "visibility_timeout": (0, limits.MAX_VISIBILITY_TIMEOUT, "seconds"),
-    "delay_seconds": (0, limits.MAX_DELAY_SECONDS, "seconds"),
-    "retention_period": (limits.MIN_RETENTION_PERIOD, limits.MAX_RETENTION_PERIOD, "seconds"),
-    "receive_wait_time": (0, limits.MAX_RECEIVE_WAIT_TIME, "seconds"),
-    "maximum_message_size": (limits.MIN_MAXIMUM_MESSAGE_SIZE, limits.MAX_MAXIMUM_MESSAGE_SIZE, "bytes"),
-}
-_FIFO_ONLY = ("content_based_deduplication", "deduplication_scope")
-SETTABLE = (*_RANGES, *_FIFO_ONLY, "redrive_policy", "redrive_allow_policy")
-# The columns that make two create_queue calls "the same queue".
-_IDENTITY = (
-    "fifo",
-    *_RANGES,
-    *_FIFO_ONLY,
-    "dead_letter_queue",
-    "max_receive_count",
-    "redrive_permission",
-    "redrive_source_queues",
-)
-
 
 class Catalog:
     """A broker's cache of queue rows, so the hot paths need no lookup statement.
@@ -122,7 +102,7 @@ class Catalog:
         self._cached.pop(name, None)
 
 
-def _changed(conn: sqlite3.Connection) -> None:
+def changed(conn: sqlite3.Connection) -> None:
     """Tell every broker's catalog that queue rows changed (call inside the write)."""
     (version,) = conn.execute("PRAGMA user_version").fetchone()
     conn.execute(f"PRAGMA user_version = {(version + 1) & 0x7FFFFFFF}")
@@ -138,6 +118,7 @@ def _config(row: tuple[Any, ...]) -> QueueConfig:
     # SQLite hands booleans back as 0 and 1.
     values["fifo"] = bool(values["fifo"])
     values["content_based_deduplication"] = bool(values["content_based_deduplication"])
+    values["sqs_managed_sse_enabled"] = bool(values["sqs_managed_sse_enabled"])
     return QueueConfig(**values)
 
 
@@ -147,150 +128,6 @@ def load(conn: sqlite3.Connection, name: str) -> QueueConfig:
     if row is None:
         raise QueueDoesNotExist(f"queue {name!r} does not exist")
     return _config(row)
-
-
-def settings_to_columns(fifo: bool, settings: Mapping[str, Any], conn: sqlite3.Connection, name: str) -> dict[str, Any]:
-    """Check queue settings (create or set) and return the column values they mean."""
-    columns: dict[str, Any] = {}
-    for key, value in settings.items():
-        if key in _RANGES:
-            low, high, unit = _RANGES[key]
-            columns[key] = validation.integer(key, value, low, high, unit, InvalidAttributeValue)
-        elif key in _FIFO_ONLY:
-            if not fifo:
-                raise InvalidAttributeName(f"{key} applies to FIFO queues only; {name!r} is a standard queue")
-            if key == "content_based_deduplication":
-                if not isinstance(value, bool):
-                    raise InvalidAttributeValue(f"content_based_deduplication must be True or False; got {value!r}")
-                columns[key] = value
-            else:
-                columns[key] = validation.choice(key, value, limits.DEDUPLICATION_SCOPES, InvalidAttributeValue)
-        elif key == "redrive_policy":
-            columns.update(_redrive_columns(conn, name, fifo, value))
-        elif key == "redrive_allow_policy":
-            columns.update(_allow_columns(value))
-        elif key == "fifo":
-            raise InvalidAttributeName(f"a queue's type never changes after creation ({name!r})")
-        else:
-            raise InvalidAttributeName(
-                f"{key!r} is not a queue attribute; settable are {', '.join(SETTABLE)}"
-            )
-    return columns
-
-
-def _redrive_columns(conn: sqlite3.Connection, name: str, fifo: bool, policy: object) -> dict[str, Any]:
-    if policy is None:
-        return {"dead_letter_queue": None, "max_receive_count": None}
-    if not isinstance(policy, RedrivePolicy):
-        raise InvalidAttributeValue(
-            f"redrive_policy must be a durableq.RedrivePolicy or None; got {type(policy).__name__}"
-        )
-    count = validation.integer(
-        "max_receive_count",
-        policy.max_receive_count,
-        limits.MIN_MAX_RECEIVE_COUNT,
-        limits.MAX_MAX_RECEIVE_COUNT,
-        "receives",
-        InvalidAttributeValue,
-    )
-    target_name = policy.dead_letter_queue
-    if not isinstance(target_name, str) or target_name == name:
-        raise InvalidAttributeValue(f"queue {name!r} cannot be its own dead-letter queue")
-    target = find(conn, target_name)
-    if target is None:
-        raise InvalidAttributeValue(f"dead-letter queue {target_name!r} does not exist; create it first")
-    if target.fifo != fifo:
-        kind = "FIFO" if fifo else "standard"
-        raise InvalidAttributeValue(
-            f"the dead-letter queue of a {kind} queue must be {kind} too; {target_name!r} is not"
-        )
-    allow = target.redrive_allow_policy
-    if allow is not None and (
-        allow.permission == "denyAll" or (allow.permission == "byQueue" and name not in allow.source_queues)
-    ):
-        raise InvalidAttributeValue(
-            f"the redrive-allow policy of {target_name!r} ({allow.permission}) does not let "
-            f"{name!r} use it as a dead-letter queue"
-        )
-    return {"dead_letter_queue": target_name, "max_receive_count": count}
-
-
-def _allow_columns(policy: object) -> dict[str, Any]:
-    if policy is None:
-        return {"redrive_permission": None, "redrive_source_queues": None}
-    if not isinstance(policy, RedriveAllowPolicy):
-        raise InvalidAttributeValue(
-            f"redrive_allow_policy must be a durableq.RedriveAllowPolicy or None; got {type(policy).__name__}"
-        )
-    permission = validation.choice(
-        "redrive_allow_policy permission", policy.permission, limits.REDRIVE_PERMISSIONS, InvalidAttributeValue
-    )
-    sources = validation.names("source_queues", policy.source_queues)
-    if permission == "byQueue":
-        if not 1 <= len(sources) <= limits.MAX_REDRIVE_SOURCE_QUEUES:
-            raise InvalidAttributeValue(
-                f"permission byQueue needs 1 to {limits.MAX_REDRIVE_SOURCE_QUEUES} source queues; got {len(sources)}"
-            )
-    elif sources:
-        raise InvalidAttributeValue(f"source_queues are only allowed with permission byQueue, not {permission}")
-    return {
-        "redrive_permission": permission,
-        "redrive_source_queues": json.dumps(sorted(set(sources))) if sources else None,
-    }
-
-
-def create(
-    conn: sqlite3.Connection, name: str, fifo: bool, settings: Mapping[str, Any], now: int
-) -> tuple[QueueConfig, bool]:
-    """Create the queue, or return the existing identical one; the flag says if it is new."""
-    columns = {
-        "fifo": fifo,
-        "content_based_deduplication": False,
-        "deduplication_scope": limits.DEFAULT_DEDUPLICATION_SCOPE,
-        **settings_to_columns(fifo, settings, conn, name),
-    }
-    existing = find(conn, name)
-    if existing is not None:
-        differing = [c for c in _IDENTITY if c in columns and getattr(existing, c) != columns[c]]
-        if differing:
-            raise QueueNameExists(
-                f"queue {name!r} exists with other attributes ({', '.join(differing)}); "
-                "use set_attributes to change them or another name"
-            )
-        return existing, False
-    columns.update(name=name, created_at=now, last_modified=now)
-    names = ", ".join(columns)
-    placeholders = ", ".join(f":{c}" for c in columns)
-    conn.execute(f"INSERT INTO queues ({names}) VALUES ({placeholders})", columns)
-    _changed(conn)
-    return load(conn, name), True
-
-
-def update(conn: sqlite3.Connection, queue: QueueConfig, changes: Mapping[str, Any], now: int) -> None:
-    columns = settings_to_columns(queue.fifo, changes, conn, queue.name)
-    if not columns:
-        return
-    columns["last_modified"] = now
-    assignments = ", ".join(f"{c} = :{c}" for c in columns)
-    conn.execute(f"UPDATE queues SET {assignments} WHERE id = :id", {**columns, "id": queue.id})
-    _changed(conn)
-
-
-def attributes(queue: QueueConfig) -> dict[str, Any]:
-    """The public view of a queue's settings (``Queue.attributes()``)."""
-    result: dict[str, Any] = {
-        "name": queue.name,
-        "fifo": queue.fifo,
-        **{key: getattr(queue, key) for key in _RANGES},
-        "redrive_policy": queue.redrive_policy,
-        "redrive_allow_policy": queue.redrive_allow_policy,
-        "created_at": datetime_from_ms(queue.created_at),
-        "last_modified": datetime_from_ms(queue.last_modified),
-    }
-    if queue.fifo:
-        result["content_based_deduplication"] = queue.content_based_deduplication
-        result["deduplication_scope"] = queue.deduplication_scope
-    return result
 
 
 def list_names(conn: sqlite3.Connection, prefix: str) -> list[str]:
@@ -311,7 +148,7 @@ def delete(conn: sqlite3.Connection, queue: QueueConfig) -> None:
     for table in _QUEUE_OWNED:
         conn.execute(f"DELETE FROM {table} WHERE queue_id = ?", (queue.id,))
     conn.execute("DELETE FROM queues WHERE id = ?", (queue.id,))
-    _changed(conn)
+    changed(conn)
 
 
 def purge(conn: sqlite3.Connection, queue: QueueConfig) -> int:

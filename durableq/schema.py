@@ -23,7 +23,7 @@ from sqlalchemy import (
 )
 
 #: The alembic revision this code expects; a test checks it is the head.
-SCHEMA_REVISION = "0001"
+SCHEMA_REVISION = "0002"
 #: ``PRAGMA application_id`` of a durableq file ("dq1q"), so other SQLite files are told apart.
 APPLICATION_ID = 0x64713171
 
@@ -50,6 +50,12 @@ queues = Table(
     Column("created_at", BigInteger, nullable=False),
     Column("last_modified", BigInteger, nullable=False),
     Column("next_sequence", BigInteger, nullable=False, server_default=text("0")),  # FIFO
+    # Kept for SQS clients, not acted on (revision 0002).
+    Column("policy", Text),
+    Column("kms_master_key_id", Text),
+    Column("kms_data_key_reuse_period", Integer, nullable=False, server_default=text("300")),
+    Column("sqs_managed_sse_enabled", Boolean, nullable=False, server_default=text("1")),
+    Column("fifo_throughput_limit", Text),
     sqlite_autoincrement=True,
 )
 
@@ -73,6 +79,7 @@ messages = Table(
     Column("deduplication_id", Text),
     Column("sequence", BigInteger),
     Column("dead_letter_source", Text),
+    Column("trace_header", Text),  # AWSTraceHeader (revision 0002)
     # Receive claims the head of this index; with enqueued_at and receive_count in it,
     # stats and the in-flight check count from the index alone, reading no message row.
     Index("ix_messages_visible", "queue_id", "visible_at", "enqueued_at", "receive_count"),

@@ -20,9 +20,10 @@ from .types import Attribute, SendResult, md5_hex
 # the queue exists, that the message fits its size limit, and read its delay.
 _INSERT = """
 INSERT INTO messages
-  (queue_id, message_id, body, attributes, enqueued_at, visible_at, group_id, deduplication_id, sequence)
+  (queue_id, message_id, body, attributes, enqueued_at, visible_at, group_id, deduplication_id, sequence,
+   trace_header)
 SELECT id, :message_id, :body, :attributes, :now, :now + coalesce(:delay, delay_seconds) * 1000,
-       :group_id, :deduplication_id, :sequence
+       :group_id, :deduplication_id, :sequence, :trace_header
 FROM queues WHERE name = :queue AND maximum_message_size >= :size
 """
 
@@ -37,6 +38,7 @@ class Outgoing:
     delay_seconds: int | None
     group_id: str | None
     deduplication_id: str | None
+    trace_header: str | None
 
 
 def check(
@@ -46,6 +48,7 @@ def check(
     attributes: Any = None,
     group_id: object = None,
     deduplication_id: object = None,
+    trace_header: object = None,
 ) -> Outgoing:
     """Everything about a message that does not depend on its queue."""
     text = validation.body(body)
@@ -56,6 +59,8 @@ def check(
         validation.fifo_id("group_id", group_id)
     if deduplication_id is not None:
         validation.fifo_id("deduplication_id", deduplication_id)
+    if trace_header is not None:
+        validation.trace_header(trace_header)
     return Outgoing(
         body=text,
         attributes=typed,
@@ -63,6 +68,7 @@ def check(
         delay_seconds=delay_seconds,  # type: ignore[arg-type]
         group_id=group_id,  # type: ignore[arg-type]
         deduplication_id=deduplication_id,  # type: ignore[arg-type]
+        trace_header=trace_header,  # type: ignore[arg-type]
     )
 
 
@@ -134,6 +140,7 @@ def _execute_insert(
             "group_id": group_id,
             "deduplication_id": dedup_id,
             "sequence": sequence,
+            "trace_header": item.trace_header,
         },
     )
     return cursor.rowcount == 1

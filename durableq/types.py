@@ -48,6 +48,7 @@ class SendEntry:
     attributes: Mapping[str, AttributeInput] | None = None
     group_id: str | None = None
     deduplication_id: str | None = None
+    trace_header: str | None = None
 
 
 # Results are plain (not frozen) dataclasses: they are built on every call,
@@ -93,6 +94,7 @@ class Message:
     deduplication_id: str | None = None
     sequence_number: str | None = None
     dead_letter_source: str | None = None
+    trace_header: str | None = None  # AWSTraceHeader, when the sender gave one
 
     @property
     def sent_at(self) -> datetime:

@@ -120,6 +120,15 @@ def fifo_id(name: str, value: object) -> str:
     return value
 
 
+def trace_header(value: object) -> str:
+    """An AWSTraceHeader: printable ASCII, as X-Ray writes it."""
+    if not isinstance(value, str) or not 1 <= len(value) <= limits.MAX_TRACE_HEADER_LENGTH or not value.isprintable() or not value.isascii():
+        raise InvalidParameterValue(
+            f"trace_header must be 1 to {limits.MAX_TRACE_HEADER_LENGTH} printable ASCII characters; got {value!r}"
+        )
+    return value
+
+
 def batch_ids(ids: Sequence[object]) -> list[str]:
     """Check the entry count and ids of a batch request; returns the ids."""
     if not ids:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import durableq
@@ -33,8 +35,18 @@ def test_create_with_other_attributes_raises_queue_name_exists(broker: durableq.
     broker.create_queue("jobs", visibility_timeout=60)
     with pytest.raises(durableq.QueueNameExists, match="visibility_timeout"):
         broker.create_queue("jobs", visibility_timeout=61)
+    with pytest.raises(durableq.QueueNameExists, match="delay_seconds"):
+        broker.create_queue("jobs", delay_seconds=0 + 1)
+
+
+def test_create_compares_only_the_settings_given(broker: durableq.Broker) -> None:
+    # As in SQS: an application that creates its queue at start-up keeps working after an
+    # operator changed a setting the application does not mention.
+    broker.create_queue("jobs").set_attributes(visibility_timeout=120)
+    assert broker.create_queue("jobs").attributes()["visibility_timeout"] == 120
+    assert broker.create_queue("jobs", visibility_timeout=120).attributes()["visibility_timeout"] == 120
     with pytest.raises(durableq.QueueNameExists):
-        broker.create_queue("jobs")
+        broker.create_queue("jobs", visibility_timeout=30)
 
 
 @pytest.mark.parametrize(
@@ -206,3 +218,60 @@ def test_queue_attribute_values_are_typed(broker: durableq.Broker) -> None:
     attributes = queue.attributes()
     assert attributes["created_at"].tzinfo is not None
     assert attributes["name"] == "jobs" and attributes["fifo"] is False
+
+
+def test_settings_kept_for_sqs_clients(broker: durableq.Broker) -> None:
+    standard = broker.create_queue("std")
+    attributes = standard.attributes()
+    assert attributes["sqs_managed_sse_enabled"] is True and attributes["kms_master_key_id"] is None
+    assert attributes["kms_data_key_reuse_period"] == 300 and attributes["policy"] is None
+    standard.set_attributes(kms_master_key_id="alias/aws/sqs", kms_data_key_reuse_period=600)
+    attributes = standard.attributes()
+    assert attributes["kms_master_key_id"] == "alias/aws/sqs"
+    assert attributes["sqs_managed_sse_enabled"] is False  # a KMS key replaces SQS-managed encryption
+    with pytest.raises(durableq.InvalidAttributeValue, match="one kind of server-side encryption"):
+        standard.set_attributes(sqs_managed_sse_enabled=True)
+    with pytest.raises(durableq.InvalidAttributeValue, match="kms_data_key_reuse_period must be"):
+        standard.set_attributes(kms_data_key_reuse_period=59)
+    with pytest.raises(durableq.InvalidAttributeName, match="FIFO queues only"):
+        standard.set_attributes(fifo_throughput_limit="perQueue")
+    fifo = broker.create_queue("f.fifo", fifo=True)
+    assert fifo.attributes()["fifo_throughput_limit"] == "perQueue"
+    with pytest.raises(durableq.InvalidAttributeValue, match="needs deduplication_scope messageGroup"):
+        fifo.set_attributes(fifo_throughput_limit="perMessageGroupId")
+    fifo.set_attributes(deduplication_scope="messageGroup", fifo_throughput_limit="perMessageGroupId")
+    assert fifo.attributes()["fifo_throughput_limit"] == "perMessageGroupId"
+
+
+def test_a_policy_must_be_a_json_object(broker: durableq.Broker) -> None:
+    queue = broker.create_queue("jobs", policy='{"Version": "2012-10-17", "Statement": []}')
+    assert queue.attributes()["policy"].startswith('{"Version"')
+    for bad in ("not json", "[1, 2]", "x" * 20_481, 42):
+        with pytest.raises(durableq.InvalidAttributeValue, match="policy"):
+            queue.set_attributes(policy=bad)
+    queue.set_attributes(policy="")
+    assert queue.attributes()["policy"] is None
+
+
+def test_permissions_are_statements_of_the_policy(broker: durableq.Broker) -> None:
+    queue = broker.create_queue("jobs")
+    queue.add_permission("producers", ["111122223333"], ["SendMessage"], resource="arn:aws:sqs:us-east-1:1:jobs")
+    queue.add_permission("everything", ["444455556666", "111122223333"], ["*"])
+    policy = json.loads(queue.attributes()["policy"])
+    assert [s["Sid"] for s in policy["Statement"]] == ["producers", "everything"]
+    first = policy["Statement"][0]
+    assert first["Principal"] == {"AWS": ["arn:aws:iam::111122223333:root"]}
+    assert first["Action"] == ["SQS:SendMessage"] and first["Resource"] == "arn:aws:sqs:us-east-1:1:jobs"
+    with pytest.raises(durableq.InvalidParameterValue, match="already exists"):
+        queue.add_permission("producers", ["111122223333"], ["SendMessage"])
+    with pytest.raises(durableq.InvalidParameterValue, match="12 digits"):
+        queue.add_permission("bad", ["12"], ["SendMessage"])
+    with pytest.raises(durableq.InvalidParameterValue, match="action 'Fly'"):
+        queue.add_permission("bad", ["111122223333"], ["Fly"])
+    with pytest.raises(durableq.MissingParameter):
+        queue.add_permission("bad", [], ["SendMessage"])
+    queue.remove_permission("producers")
+    queue.remove_permission("everything")
+    assert queue.attributes()["policy"] is None
+    with pytest.raises(durableq.InvalidParameterValue, match="no permission labelled"):
+        queue.remove_permission("producers")

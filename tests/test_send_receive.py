@@ -308,3 +308,14 @@ def test_peek_checks_its_arguments(queue: durableq.Queue) -> None:
         queue.peek(state="gone")
     with pytest.raises(durableq.InvalidParameterValue, match="limit must be from 1 to 1000"):
         queue.peek(limit=0)
+
+
+def test_a_trace_header_is_kept(queue: durableq.Queue) -> None:
+    queue.send("traced", trace_header="Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1")
+    queue.send_batch([durableq.SendEntry("a", "batched", trace_header="Root=1-2-3")])
+    first, second = queue.receive(2)
+    assert first.trace_header == "Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1"
+    assert second.trace_header == "Root=1-2-3"
+    for bad in ("", "x" * 1025, "tab\there", "é"):
+        with pytest.raises(durableq.InvalidParameterValue, match="trace_header"):
+            queue.send("x", trace_header=bad)

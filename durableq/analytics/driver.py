@@ -41,7 +41,9 @@ def find_jdbc_jar(
         if named is not None:
             path = Path(named)
             if not path.is_file():
-                raise JdbcDriverNotFound(f"the SQLite JDBC driver {path} (from {source}) does not exist; {HOW_TO_GET}")
+                raise JdbcDriverNotFound(
+                    f"the SQLite JDBC driver {path} (from {source}) does not exist; {HOW_TO_GET}"
+                )
             return path.resolve()
     if system_jar.is_file():
         return system_jar.resolve()

@@ -118,7 +118,11 @@ def read_metrics(spark: SparkSession, snapshot: Snapshot) -> DataFrame:
 
 
 def _read(
-    spark: SparkSession, snapshot: Snapshot, table: str, types: str, partitioning: dict[str, str] | None = None
+    spark: SparkSession,
+    snapshot: Snapshot,
+    table: str,
+    types: str,
+    partitioning: dict[str, str] | None = None,
 ) -> DataFrame:
     reader = (
         spark.read.format("jdbc")

@@ -52,7 +52,9 @@ def write_activity_png(
     flow_axes.set_ylabel("messages per minute")
     flow_axes.set_xlabel("minute (UTC)")
     if not rows:
-        depth_axes.text(0.5, 0.5, "no counters recorded", ha="center", va="center", transform=depth_axes.transAxes)
+        depth_axes.text(
+            0.5, 0.5, "no counters recorded", ha="center", va="center", transform=depth_axes.transAxes
+        )
     for axes in (depth_axes, flow_axes):
         axes.grid(True, alpha=0.3)
         if axes.has_data():

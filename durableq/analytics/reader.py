@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
-from types import TracebackType
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -24,7 +24,7 @@ from .snapshot import Snapshot, take
 MAX_PARTITIONS = 1_024
 
 
-class QueueAnalytics:
+class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
     """Read-only analytics over a consistent snapshot of a durableq file.
 
     Use :meth:`open`; close it (or use it as a context manager) to remove the
@@ -79,16 +79,12 @@ class QueueAnalytics:
                 raise
         else:
             snapshot = take(path, clock, snapshot_dir)
-        return cls(spark, snapshot, owns_spark=owns, partitions=partitions or spark.sparkContext.defaultParallelism)
+        partitions = partitions or spark.sparkContext.defaultParallelism
+        return cls(spark, snapshot, owns_spark=owns, partitions=partitions)
 
     # -- lifecycle ----------------------------------------------------------------
 
-    def __enter__(self) -> QueueAnalytics:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -162,8 +158,7 @@ class QueueAnalytics:
 
     def report(self, name: str, queue: str | None = None) -> DataFrame:
         """Report ``name`` (one of :data:`~durableq.analytics.REPORT_NAMES`), for ``queue`` or all queues."""
-        if name not in reports.REPORTS:
-            raise InvalidParameterValue(f"unknown report {name!r}; the reports are {', '.join(reports.REPORTS)}")
+        reports.check_name(name)
         if queue is not None and queue not in self.queue_names():
             raise QueueDoesNotExist(f"queue {queue!r} does not exist in {self.source}")
         return reports.build(name, self.tables(), queue)

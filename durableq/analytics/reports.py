@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from ..errors import InvalidParameterValue
 from .frames import COUNTERS, STATES
 
 #: Percentiles of the age report, and the accuracy of Spark's percentile_approx:
@@ -40,7 +41,8 @@ def depth_by_state(tables: Tables) -> DataFrame:
     counts = tables.messages.groupBy("queue").pivot("state", list(STATES)).count()
     depth = tables.queues.select("queue").join(counts, "queue", "left").fillna(0, subset=list(STATES))
     total = sum((F.col(state) for state in STATES), F.lit(0))
-    return depth.select("queue", *(F.col(s).cast("long").alias(s) for s in STATES), total.cast("long").alias("total"))
+    counts = (F.col(s).cast("long").alias(s) for s in STATES)
+    return depth.select("queue", *counts, total.cast("long").alias("total"))
 
 
 def age_percentiles(tables: Tables) -> DataFrame:
@@ -137,7 +139,8 @@ def throughput(tables: Tables) -> DataFrame:
         0, subset=[*COUNTERS, "dead_lettered_in"]
     )
     depth_now = tables.messages.groupBy("queue").agg(F.count(F.lit(1)).alias("depth_now"))
-    net = F.col("sent") + F.col("dead_lettered_in") - F.col("deleted") - F.col("moved_to_dead_letter") - F.col("expired")
+    arrived = F.col("sent") + F.col("dead_lettered_in")
+    net = arrived - F.col("deleted") - F.col("moved_to_dead_letter") - F.col("expired")
     later = Window.partitionBy("queue").orderBy("minute").rowsBetween(1, Window.unboundedFollowing)
     depth = F.coalesce(F.col("depth_now"), F.lit(0)) - F.coalesce(F.sum(net).over(later), F.lit(0))
     return flows.join(depth_now, "queue", "left").select(
@@ -156,6 +159,13 @@ REPORTS: dict[str, tuple[Callable[[Tables], DataFrame], tuple[str, ...]]] = {
     "dead-letters": (dead_letter_rates, ("queue",)),
     "throughput": (throughput, ("queue", "minute")),
 }
+
+
+def check_name(name: str, *, also: tuple[str, ...] = ()) -> None:
+    """InvalidParameterValue unless ``name`` is a report (or one of ``also``)."""
+    if name not in REPORTS and name not in also:
+        choices = ", ".join((*also, *REPORTS))
+        raise InvalidParameterValue(f"unknown report {name!r}; choose one of {choices}")
 
 
 def build(name: str, tables: Tables, queue: str | None = None) -> DataFrame:

@@ -17,12 +17,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampType
 
-from ..errors import InvalidParameterValue
 from ..types import datetime_from_ms
 from .errors import AnalyticsError
 from .plot import write_activity_png
 from .reader import QueueAnalytics
-from .reports import REPORTS
+from .reports import REPORTS, check_name
 
 #: The report names ``run_report`` accepts, besides ``"all"``.
 REPORT_NAMES = tuple(REPORTS)
@@ -52,18 +51,21 @@ def run_report(
     report to one queue (QueueDoesNotExist if the snapshot has none of that
     name).  ``plot``: also write a PNG of depth and throughput over time there.
     """
-    if report != ALL and report not in REPORTS:
-        raise InvalidParameterValue(f"unknown report {report!r}; choose {ALL!r} or one of {', '.join(REPORT_NAMES)}")
+    check_name(report, also=(ALL,))  # before any copying or Spark
     names = REPORT_NAMES if report == ALL else (report,)
     with QueueAnalytics.open(
         path, spark=spark, master=master, jdbc_jar=jar, clock=clock, partitions=partitions
     ) as analytics:
-        result: dict[str, Rows] = {"snapshot": [{"source": str(analytics.source), "taken_at": analytics.taken_at}]}
+        about = {"source": str(analytics.source), "taken_at": analytics.taken_at}
+        result: dict[str, Rows] = {"snapshot": [about]}
         for name in names:
             result[name] = to_rows(analytics.report(name, queue))
         if plot is not None:
-            activity = result["throughput"] if "throughput" in result else to_rows(analytics.throughput(queue))
-            title = f"durableq activity: {queue or analytics.source.name} (snapshot {analytics.taken_at:%Y-%m-%d %H:%M} UTC)"
+            activity = result.get("throughput")
+            if activity is None:
+                activity = to_rows(analytics.throughput(queue))
+            taken = f"{analytics.taken_at:%Y-%m-%d %H:%M} UTC"
+            title = f"durableq: {queue or analytics.source.name}, snapshot {taken}"
             write_activity_png(activity, plot, title=title)
     return result
 
@@ -88,30 +90,39 @@ def export_parquet(
     unless ``overwrite``.
     """
     base = str(out_dir).rstrip("/")
+    targets = {table: f"{base}/{table}" for table in EXPORTED_TABLES}
     if not overwrite and "://" not in base:
         # A local folder is checked up front, so a refused export writes nothing at all.
-        existing = [f"{base}/{t}" for t in EXPORTED_TABLES if os.path.exists(f"{base}/{t}")]
-        if existing:
-            raise AnalyticsError(f"{', '.join(existing)} already exist(s); remove them or export with overwrite")
+        _refuse_existing([t for t in targets.values() if os.path.exists(t)])
     written: Rows = []
     with QueueAnalytics.open(
         path, spark=spark, master=master, jdbc_jar=jar, clock=clock, partitions=partitions
     ) as analytics:
-        about = analytics.spark.range(1).select(
-            F.lit(str(analytics.source)).alias("source"),
-            F.timestamp_millis(F.lit(analytics.now_ms)).alias("taken_at"),
-        )
-        frames = {"messages": analytics.messages(), "queues": analytics.queues(), "metrics": analytics.metrics()}
-        for name, frame in {**frames, "snapshot": about}.items():
-            target = f"{base}/{name}"
+        frames = {
+            "messages": analytics.messages(),
+            "queues": analytics.queues(),
+            "metrics": analytics.metrics(),
+            "snapshot": analytics.spark.range(1).select(
+                F.lit(str(analytics.source)).alias("source"),
+                F.timestamp_millis(F.lit(analytics.now_ms)).alias("taken_at"),
+            ),
+        }
+        for table, frame in frames.items():
             try:
-                frame.write.mode("overwrite" if overwrite else "errorifexists").parquet(target)
+                frame.write.mode("overwrite" if overwrite else "errorifexists").parquet(targets[table])
             except AnalysisException as exc:
                 if "already exists" not in str(exc).lower():
                     raise
-                raise AnalyticsError(f"{target} already exists; remove it or export with overwrite") from exc
-            written.append({"table": name, "path": target, "rows": frame.count()})
+                _refuse_existing([targets[table]], exc)
+            written.append({"table": table, "path": targets[table], "rows": frame.count()})
     return written
+
+
+def _refuse_existing(paths: list[str], cause: BaseException | None = None) -> None:
+    if paths:
+        raise AnalyticsError(
+            f"{', '.join(paths)} already exist; remove them or export with overwrite"
+        ) from cause
 
 
 def to_rows(frame: DataFrame) -> Rows:

@@ -1,0 +1,85 @@
+"""Permissions (SQS AddPermission / RemovePermission): statements of the queue's access policy.
+
+durableq enforces no IAM — anyone who can open the file can use it — but it
+keeps the policy SQS clients write and read, with the same checks SQS makes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from . import limits, settings
+from .errors import InvalidParameterValue, MissingParameter
+from .queues import QueueConfig
+
+ACTIONS = (
+    "*",
+    "ChangeMessageVisibility",
+    "DeleteMessage",
+    "GetQueueAttributes",
+    "GetQueueUrl",
+    "ListDeadLetterSourceQueues",
+    "ListQueueTags",
+    "PurgeQueue",
+    "ReceiveMessage",
+    "SendMessage",
+)
+_LABEL = re.compile(r"[A-Za-z0-9_-]+")
+_ACCOUNT = re.compile(r"\d{12}")
+
+
+def _document(queue: QueueConfig) -> dict[str, Any]:
+    return json.loads(queue.policy) if queue.policy else {"Version": "2012-10-17", "Statement": []}
+
+
+def add(
+    conn: sqlite3.Connection,
+    queue: QueueConfig,
+    label: object,
+    account_ids: Sequence[object],
+    actions: Sequence[object],
+    resource: str,
+    now: int,
+) -> None:
+    """Add a statement allowing ``actions`` to ``account_ids``, named ``label``."""
+    if not isinstance(label, str) or not 1 <= len(label) <= limits.MAX_PERMISSION_LABEL_LENGTH or not _LABEL.fullmatch(label):
+        raise InvalidParameterValue(
+            f"permission label {label!r} is not allowed: use 1 to {limits.MAX_PERMISSION_LABEL_LENGTH} "
+            "characters of A-Z a-z 0-9 _ -"
+        )
+    if not account_ids or not actions:
+        raise MissingParameter("add_permission needs at least one account id and one action")
+    for account in account_ids:
+        if not isinstance(account, str) or not _ACCOUNT.fullmatch(account):
+            raise InvalidParameterValue(f"account id {account!r} is not allowed: use 12 digits")
+    for action in actions:
+        if action not in ACTIONS:
+            raise InvalidParameterValue(f"action {action!r} is not allowed; allowed are {', '.join(ACTIONS)}")
+    document = _document(queue)
+    if any(statement.get("Sid") == label for statement in document.get("Statement", [])):
+        raise InvalidParameterValue(f"a permission labelled {label!r} already exists on {queue.name!r}")
+    document.setdefault("Statement", []).append(
+        {
+            "Sid": label,
+            "Effect": "Allow",
+            "Principal": {"AWS": [f"arn:aws:iam::{account}:root" for account in account_ids]},
+            "Action": [f"SQS:{action}" for action in actions],
+            "Resource": resource,
+        }
+    )
+    settings.update(conn, queue, {"policy": json.dumps(document)}, now)
+
+
+def remove(conn: sqlite3.Connection, queue: QueueConfig, label: object, now: int) -> None:
+    """Remove the statement named ``label``."""
+    document = _document(queue)
+    statements = document.get("Statement", [])
+    kept = [s for s in statements if s.get("Sid") != label]
+    if len(kept) == len(statements):
+        raise InvalidParameterValue(f"queue {queue.name!r} has no permission labelled {label!r}")
+    document["Statement"] = kept
+    settings.update(conn, queue, {"policy": json.dumps(document) if kept else None}, now)

@@ -1,0 +1,249 @@
+"""Queue settings: checking them, and creating or changing queue rows with them.
+
+Most settings change how durableq behaves.  A few exist so that SQS clients
+can store and read them back (the access policy, the encryption settings and
+the FIFO throughput limit); durableq keeps them but does not act on them: the
+file is as private as its permissions, and one file has one writer anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping
+from typing import Any
+
+from . import limits, validation
+from .errors import InvalidAttributeName, InvalidAttributeValue, QueueNameExists
+from .queues import QueueConfig, changed, find, load
+from .types import RedriveAllowPolicy, RedrivePolicy, datetime_from_ms
+
+# Settings with a plain integer range: name -> (low, high, unit).
+_RANGES: dict[str, tuple[int, int, str]] = {
+    "visibility_timeout": (0, limits.MAX_VISIBILITY_TIMEOUT, "seconds"),
+    "delay_seconds": (0, limits.MAX_DELAY_SECONDS, "seconds"),
+    "retention_period": (limits.MIN_RETENTION_PERIOD, limits.MAX_RETENTION_PERIOD, "seconds"),
+    "receive_wait_time": (0, limits.MAX_RECEIVE_WAIT_TIME, "seconds"),
+    "maximum_message_size": (limits.MIN_MAXIMUM_MESSAGE_SIZE, limits.MAX_MAXIMUM_MESSAGE_SIZE, "bytes"),
+    "kms_data_key_reuse_period": (
+        limits.MIN_KMS_DATA_KEY_REUSE_PERIOD,
+        limits.MAX_KMS_DATA_KEY_REUSE_PERIOD,
+        "seconds",
+    ),
+}
+_FIFO_ONLY = ("content_based_deduplication", "deduplication_scope", "fifo_throughput_limit")
+_STORED_ONLY = ("policy", "kms_master_key_id", "sqs_managed_sse_enabled")
+SETTABLE = (*_RANGES, *_FIFO_ONLY, "redrive_policy", "redrive_allow_policy", *_STORED_ONLY)
+# Columns a new queue gets unless its settings say otherwise.
+_DEFAULTS: dict[str, Any] = {
+    "visibility_timeout": limits.DEFAULT_VISIBILITY_TIMEOUT,
+    "delay_seconds": limits.DEFAULT_DELAY_SECONDS,
+    "retention_period": limits.DEFAULT_RETENTION_PERIOD,
+    "receive_wait_time": limits.DEFAULT_RECEIVE_WAIT_TIME,
+    "maximum_message_size": limits.DEFAULT_MAXIMUM_MESSAGE_SIZE,
+    "content_based_deduplication": False,
+    "deduplication_scope": limits.DEFAULT_DEDUPLICATION_SCOPE,
+    "kms_data_key_reuse_period": limits.DEFAULT_KMS_DATA_KEY_REUSE_PERIOD,
+    "sqs_managed_sse_enabled": True,
+}
+# The columns that make two create_queue calls "the same queue".
+_IDENTITY = (
+    "fifo",
+    *_RANGES,
+    *_FIFO_ONLY,
+    "dead_letter_queue",
+    "max_receive_count",
+    "redrive_permission",
+    "redrive_source_queues",
+    *_STORED_ONLY,
+)
+
+
+def to_columns(fifo: bool, settings: Mapping[str, Any], conn: sqlite3.Connection, name: str) -> dict[str, Any]:
+    """Check queue settings (create or set) and return the column values they mean."""
+    columns: dict[str, Any] = {}
+    for key, value in settings.items():
+        if key in _RANGES:
+            low, high, unit = _RANGES[key]
+            columns[key] = validation.integer(key, value, low, high, unit, InvalidAttributeValue)
+        elif key in _FIFO_ONLY and not fifo:
+            raise InvalidAttributeName(f"{key} applies to FIFO queues only; {name!r} is a standard queue")
+        elif key in ("content_based_deduplication", "sqs_managed_sse_enabled"):
+            if not isinstance(value, bool):
+                raise InvalidAttributeValue(f"{key} must be True or False; got {value!r}")
+            columns[key] = value
+        elif key == "deduplication_scope":
+            columns[key] = validation.choice(key, value, limits.DEDUPLICATION_SCOPES, InvalidAttributeValue)
+        elif key == "fifo_throughput_limit":
+            columns[key] = validation.choice(key, value, limits.FIFO_THROUGHPUT_LIMITS, InvalidAttributeValue)
+        elif key == "redrive_policy":
+            columns.update(_redrive_columns(conn, name, fifo, value))
+        elif key == "redrive_allow_policy":
+            columns.update(_allow_columns(value))
+        elif key == "policy":
+            columns[key] = _policy(value)
+        elif key == "kms_master_key_id":
+            columns[key] = _kms_key(value)
+        elif key == "fifo":
+            raise InvalidAttributeName(f"a queue's type never changes after creation ({name!r})")
+        else:
+            raise InvalidAttributeName(f"{key!r} is not a queue attribute; settable are {', '.join(SETTABLE)}")
+    if columns.get("kms_master_key_id") and "sqs_managed_sse_enabled" not in settings:
+        columns["sqs_managed_sse_enabled"] = False  # a KMS key replaces SQS-managed encryption
+    return columns
+
+
+def _check_combination(queue: Mapping[str, Any], name: str) -> None:
+    """Rules between settings, checked on the queue as it would be."""
+    if queue.get("kms_master_key_id") and queue.get("sqs_managed_sse_enabled"):
+        raise InvalidAttributeValue(
+            f"queue {name!r} can use one kind of server-side encryption: a KMS key or SQS-managed, not both"
+        )
+    if queue.get("fifo_throughput_limit") == "perMessageGroupId" and queue.get("deduplication_scope") != "messageGroup":
+        raise InvalidAttributeValue(
+            "fifo_throughput_limit perMessageGroupId needs deduplication_scope messageGroup"
+        )
+
+
+def _redrive_columns(conn: sqlite3.Connection, name: str, fifo: bool, policy: object) -> dict[str, Any]:
+    if policy is None:
+        return {"dead_letter_queue": None, "max_receive_count": None}
+    if not isinstance(policy, RedrivePolicy):
+        raise InvalidAttributeValue(
+            f"redrive_policy must be a durableq.RedrivePolicy or None; got {type(policy).__name__}"
+        )
+    count = validation.integer(
+        "max_receive_count",
+        policy.max_receive_count,
+        limits.MIN_MAX_RECEIVE_COUNT,
+        limits.MAX_MAX_RECEIVE_COUNT,
+        "receives",
+        InvalidAttributeValue,
+    )
+    target_name = policy.dead_letter_queue
+    if not isinstance(target_name, str) or target_name == name:
+        raise InvalidAttributeValue(f"queue {name!r} cannot be its own dead-letter queue")
+    target = find(conn, target_name)
+    if target is None:
+        raise InvalidAttributeValue(f"dead-letter queue {target_name!r} does not exist; create it first")
+    if target.fifo != fifo:
+        kind = "FIFO" if fifo else "standard"
+        raise InvalidAttributeValue(
+            f"the dead-letter queue of a {kind} queue must be {kind} too; {target_name!r} is not"
+        )
+    allow = target.redrive_allow_policy
+    if allow is not None and (
+        allow.permission == "denyAll" or (allow.permission == "byQueue" and name not in allow.source_queues)
+    ):
+        raise InvalidAttributeValue(
+            f"the redrive-allow policy of {target_name!r} ({allow.permission}) does not let "
+            f"{name!r} use it as a dead-letter queue"
+        )
+    return {"dead_letter_queue": target_name, "max_receive_count": count}
+
+
+def _allow_columns(policy: object) -> dict[str, Any]:
+    if policy is None:
+        return {"redrive_permission": None, "redrive_source_queues": None}
+    if not isinstance(policy, RedriveAllowPolicy):
+        raise InvalidAttributeValue(
+            f"redrive_allow_policy must be a durableq.RedriveAllowPolicy or None; got {type(policy).__name__}"
+        )
+    permission = validation.choice(
+        "redrive_allow_policy permission", policy.permission, limits.REDRIVE_PERMISSIONS, InvalidAttributeValue
+    )
+    sources = validation.names("source_queues", policy.source_queues)
+    if permission == "byQueue":
+        if not 1 <= len(sources) <= limits.MAX_REDRIVE_SOURCE_QUEUES:
+            raise InvalidAttributeValue(
+                f"permission byQueue needs 1 to {limits.MAX_REDRIVE_SOURCE_QUEUES} source queues; got {len(sources)}"
+            )
+    elif sources:
+        raise InvalidAttributeValue(f"source_queues are only allowed with permission byQueue, not {permission}")
+    return {
+        "redrive_permission": permission,
+        "redrive_source_queues": json.dumps(sorted(set(sources))) if sources else None,
+    }
+
+
+def _policy(value: object) -> str | None:
+    """An access policy: a JSON object, kept as given (durableq enforces no IAM)."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or len(value.encode()) > limits.MAX_POLICY_BYTES:
+        raise InvalidAttributeValue(f"policy must be a JSON document of at most {limits.MAX_POLICY_BYTES} bytes")
+    try:
+        document = json.loads(value)
+    except ValueError as exc:
+        raise InvalidAttributeValue(f"policy is not valid JSON: {exc}") from exc
+    if not isinstance(document, dict):
+        raise InvalidAttributeValue("policy must be a JSON object")
+    return value
+
+
+def _kms_key(value: object) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or len(value) > limits.MAX_KMS_KEY_ID_LENGTH:
+        raise InvalidAttributeValue(
+            f"kms_master_key_id must be a key id, alias or ARN of at most {limits.MAX_KMS_KEY_ID_LENGTH} characters"
+        )
+    return value
+
+
+def create(
+    conn: sqlite3.Connection, name: str, fifo: bool, settings: Mapping[str, Any], now: int
+) -> tuple[QueueConfig, bool]:
+    """Create the queue, or return the existing identical one; the flag says if it is new."""
+    given = {"fifo": fifo, **to_columns(fifo, settings, conn, name)}
+    columns = {**_DEFAULTS, **given}
+    if fifo:
+        columns.setdefault("fifo_throughput_limit", limits.DEFAULT_FIFO_THROUGHPUT_LIMIT)
+    _check_combination(columns, name)
+    existing = find(conn, name)
+    if existing is not None:
+        differing = [c for c in _IDENTITY if c in given and getattr(existing, c) != given[c]]
+        if differing:
+            raise QueueNameExists(
+                f"queue {name!r} exists with other attributes ({', '.join(differing)}); "
+                "use set_attributes to change them or another name"
+            )
+        return existing, False
+    columns.update(name=name, created_at=now, last_modified=now)
+    names = ", ".join(columns)
+    placeholders = ", ".join(f":{c}" for c in columns)
+    conn.execute(f"INSERT INTO queues ({names}) VALUES ({placeholders})", columns)
+    changed(conn)
+    return load(conn, name), True
+
+
+def update(conn: sqlite3.Connection, queue: QueueConfig, changes: Mapping[str, Any], now: int) -> None:
+    columns = to_columns(queue.fifo, changes, conn, queue.name)
+    if not columns:
+        return
+    _check_combination({**vars_of(queue), **columns}, queue.name)
+    columns["last_modified"] = now
+    assignments = ", ".join(f"{c} = :{c}" for c in columns)
+    conn.execute(f"UPDATE queues SET {assignments} WHERE id = :id", {**columns, "id": queue.id})
+    changed(conn)
+
+
+def vars_of(queue: QueueConfig) -> dict[str, Any]:
+    return {name: getattr(queue, name) for name in _IDENTITY}
+
+
+def attributes(queue: QueueConfig) -> dict[str, Any]:
+    """The public view of a queue's settings (``Queue.attributes()``)."""
+    result: dict[str, Any] = {
+        "name": queue.name,
+        "fifo": queue.fifo,
+        **{key: getattr(queue, key) for key in _RANGES},
+        "redrive_policy": queue.redrive_policy,
+        "redrive_allow_policy": queue.redrive_allow_policy,
+        **{key: getattr(queue, key) for key in _STORED_ONLY},
+        "created_at": datetime_from_ms(queue.created_at),
+        "last_modified": datetime_from_ms(queue.last_modified),
+    }
+    if queue.fifo:
+        result.update({key: getattr(queue, key) for key in _FIFO_ONLY})
+    return result

@@ -1,7 +1,62 @@
-"""The durableq command line (installed as ``durableq.cli``)."""
+"""The durableq command line, installed as ``durableq.cli``; the console script runs :func:`main`.
+
+Commands live in modules by topic, each listing its top-level commands in
+``COMMANDS``; :data:`COMMAND_MODULES` says which modules make up the CLI.
+A new topic (the worker, analytics) is a new module with a ``COMMANDS``
+list, added to that tuple. Every command runs inside :class:`base.DurableQGroup`,
+which turns errors into one line and an exit status.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
 
-def main() -> None:  # replaced by the click application in the CLI issue
-    raise SystemExit("the durableq command line is not built yet")
+import click
+
+import durableq
+
+from . import db, messages, queues, redrive, send, stats
+from .base import DurableQGroup, Settings
+
+DEFAULT_DB = "durableq.db"
+#: The modules whose ``COMMANDS`` make up the command line, in the order help lists them.
+COMMAND_MODULES = (db, queues, send, messages, stats, redrive)
+
+
+@click.group(
+    cls=DurableQGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.option(
+    "--db",
+    "db_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="DURABLEQ_DB",
+    default=DEFAULT_DB,
+    show_default=True,
+    show_envvar=True,
+    help="The durableq database file.",
+)
+@click.version_option(durableq.__version__, prog_name="durableq")
+@click.pass_context
+def main(ctx: click.Context, db_file: Path) -> None:
+    """Operate and inspect durableq queues from the shell.
+
+    Every command that prints has --json for scripts. Exit status: 0 done,
+    1 refused (one `error: CODE: message` line on stderr), 2 bad usage.
+
+    \b
+      durableq init
+      durableq queue create jobs
+      durableq send jobs 'hello'
+      durableq receive jobs --delete
+      durableq stats --watch
+    """
+    ctx.obj = Settings(db=db_file)
+
+
+for _module in COMMAND_MODULES:
+    for _command in _module.COMMANDS:
+        main.add_command(_command)
+
+__all__ = ["COMMAND_MODULES", "main"]

@@ -26,10 +26,12 @@ def db(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def run(db: Path) -> Run:
-    """``run(*args, code=0, input=None, env=None)``: invoke ``durableq --db DB args`` and check the exit status."""
+    """``run(*args, code=0, input=None, env=None)``: ``durableq --db DB *args``, checking the exit status."""
     runner = CliRunner()
 
-    def invoke(*args: str, code: int = 0, input: str | None = None, env: dict[str, str] | None = None) -> Result:
+    def invoke(
+        *args: str, code: int = 0, input: str | None = None, env: dict[str, str] | None = None
+    ) -> Result:
         result = runner.invoke(main, ["--db", str(db), *args], input=input, env=env, catch_exceptions=False)
         assert result.exit_code == code, f"exit {result.exit_code}, wanted {code}:\n{result.output}"
         assert "Traceback" not in result.output

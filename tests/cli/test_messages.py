@@ -40,8 +40,9 @@ def test_send_reads_the_body_from_stdin(run: Run, broker: durableq.Broker) -> No
 
 def test_send_to_a_fifo_queue(run: Run, broker: durableq.Broker) -> None:
     orders = broker.create_queue("orders.fifo", fifo=True)
-    first = json.loads(run("send", "orders.fifo", "created", "--group", "o17", "--dedup-id", "c17", "--json").stdout)
-    again = json.loads(run("send", "orders.fifo", "created", "--group", "o17", "--dedup-id", "c17", "--json").stdout)
+    args = ("send", "orders.fifo", "created", "--group", "o17", "--dedup-id", "c17", "--json")
+    first = json.loads(run(*args).stdout)
+    again = json.loads(run(*args).stdout)
     assert first["sequence_number"] is not None
     assert again["message_id"] == first["message_id"]  # deduplicated
     (message,) = orders.peek()
@@ -112,7 +113,8 @@ def test_delete_reports_each_receipt_that_failed(run: Run, broker: durableq.Brok
     result = run("delete", "jobs", message.receipt_handle, "garbage", "--json", code=1)
     assert json.loads(result.stdout)["deleted"] == 1
     assert result.stderr.splitlines() == [
-        "receipt 2: ReceiptHandleIsInvalid: receipt handle 'garbage' is malformed; use a handle returned by receive",
+        "receipt 2: ReceiptHandleIsInvalid: receipt handle 'garbage' is malformed; "
+        "use a handle returned by receive",
         "error: 1 of 2 deletes failed",
     ]
     assert jobs.peek() == []
@@ -123,7 +125,8 @@ def test_change_visibility(run: Run, broker: durableq.Broker) -> None:
     jobs.send("a")
     (message,) = jobs.receive(visibility_timeout=600)
     assert jobs.receive() == []
-    assert run("change-visibility", "jobs", message.receipt_handle, "0").stdout == "the message is visible again\n"
+    released = run("change-visibility", "jobs", message.receipt_handle, "0")
+    assert released.stdout == "the message is visible again\n"
     (again,) = jobs.receive(visibility_timeout=600)
     report = json.loads(run("change-visibility", "jobs", again.receipt_handle, "120", "--json").stdout)
     assert report == {"receipt_handle": again.receipt_handle, "visibility_timeout": 120}
@@ -146,7 +149,8 @@ def test_peek_shows_states_without_changing_anything(run: Run, broker: durableq.
     ]
     in_flight = json.loads(run("peek", "jobs", "--state", "in-flight", "--json").stdout)
     assert [m["body"] for m in in_flight] == ["visible one"]
-    assert [m["body"] for m in json.loads(run("peek", "jobs", "--state", "delayed", "--json").stdout)] == ["later"]
+    delayed = json.loads(run("peek", "jobs", "--state", "delayed", "--json").stdout)
+    assert [m["body"] for m in delayed] == ["later"]
     assert len(json.loads(run("peek", "jobs", "--limit", "1", "--json").stdout)) == 1
     table = run("peek", "jobs", "--state", "visible").stdout
     assert "taken" in table and "later" not in table

@@ -55,7 +55,7 @@ def test_create_checks_its_words(run: Run) -> None:
     run("queue", "create", "a", "--tag", "novalue", code=2)
     run("queue", "create", "a", "--visibility-timeout", "soon", code=2)
     out_of_range = run("queue", "create", "a", "--visibility-timeout", "99999", code=1)
-    assert out_of_range.stderr.startswith("error: InvalidAttributeValue: visibility_timeout must be from 0 to 43200")
+    assert out_of_range.stderr.startswith("error: InvalidAttributeValue: visibility_timeout must be from")
     wrong_suffix = run("queue", "create", "a.fifo", code=1)
     assert "pass fifo=True" in wrong_suffix.stderr
 
@@ -83,7 +83,8 @@ def test_show_prints_settings_tags_sources_and_depth(run: Run, broker: durableq.
     dlq = json.loads(run("queue", "show", "jobs-dlq", "--json").stdout)
     assert dlq["dead_letter_source_queues"] == ["jobs"]
     assert "byQueue:jobs" in run("queue", "show", "jobs-dlq").stdout
-    assert run("queue", "show", "nope", code=1).stderr == "error: QueueDoesNotExist: queue 'nope' does not exist\n"
+    missing = run("queue", "show", "nope", code=1)
+    assert missing.stderr == "error: QueueDoesNotExist: queue 'nope' does not exist\n"
 
 
 def test_set_converts_values_and_accepts_dashes(run: Run, broker: durableq.Broker) -> None:
@@ -99,7 +100,8 @@ def test_set_converts_values_and_accepts_dashes(run: Run, broker: durableq.Broke
     run("queue", "set", "jobs-dlq", "redrive_allow_policy=byQueue:jobs,other")
     allow = broker.get_queue("jobs-dlq").attributes()["redrive_allow_policy"]
     assert allow == RedriveAllowPolicy("byQueue", ("jobs", "other"))
-    shown = json.loads(run("queue", "set", "orders.fifo", "content-based-deduplication=true", "--json").stdout)
+    result = run("queue", "set", "orders.fifo", "content-based-deduplication=TRUE", "--json")
+    shown = json.loads(result.stdout)
     assert shown["content_based_deduplication"] is True
     assert broker.get_queue("orders.fifo").attributes()["content_based_deduplication"] is True
 
@@ -107,7 +109,7 @@ def test_set_converts_values_and_accepts_dashes(run: Run, broker: durableq.Broke
 def test_set_refuses_unknown_keys_and_bad_values(run: Run, broker: durableq.Broker) -> None:
     broker.create_queue("jobs")
     unknown = run("queue", "set", "jobs", "colour=blue", code=1)
-    assert unknown.stderr.startswith("error: InvalidAttributeName: 'colour' is not a queue attribute; settable are")
+    assert unknown.stderr.startswith("error: InvalidAttributeName: 'colour' is not a queue attribute")
     fifo_only = run("queue", "set", "jobs", "deduplication_scope=queue", code=1)
     assert fifo_only.stderr.startswith("error: InvalidAttributeName: ")
     not_a_number = run("queue", "set", "jobs", "visibility_timeout=soon", code=1)

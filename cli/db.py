@@ -1,0 +1,98 @@
+"""The database file: ``durableq init`` and the schema migration commands ``durableq db ...``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+
+import durableq
+from durableq import limits, migrate
+from durableq.database import Database
+
+from .base import db_path, existing_db_path
+from .output import emit, json_option, table
+
+
+@contextmanager
+def _database(path: Path) -> Iterator[Database]:
+    """The file as the migration functions take it, closed afterwards."""
+    database = Database(path, durability=limits.DEFAULT_DURABILITY, busy_timeout=limits.DEFAULT_BUSY_TIMEOUT)
+    try:
+        yield database
+    finally:
+        database.close()
+
+
+def _head() -> str:
+    with _database(db_path()) as database:  # history reads the migration scripts, not the file
+        return next(r.revision for r in migrate.history(database) if r.is_head)
+
+
+@click.command()
+@json_option
+def init(as_json: bool) -> None:
+    """Create the database file (if there is none) and migrate it to the latest schema.
+
+    \b
+      durableq --db /var/lib/app/queue.db init
+    """
+    path = db_path()
+    created = not path.exists()
+    durableq.open(path).close()
+    with _database(path) as database:
+        revision = migrate.current(database)
+    text = f"{'created' if created else 'ready:'} {path} (schema revision {revision})"
+    emit(as_json, {"path": path, "created": created, "revision": revision}, text)
+
+
+@click.group("db")
+def db_group() -> None:
+    """Schema migrations of the database file (alembic)."""
+
+
+@db_group.command()
+@click.argument("revision", default="head")
+@json_option
+def upgrade(revision: str, as_json: bool) -> None:
+    """Migrate the database file to REVISION (default: the latest, head).
+
+    \b
+      durableq db upgrade
+    """
+    with _database(existing_db_path()) as database:
+        before = migrate.current(database)
+        after = migrate.upgrade(database, revision)
+    text = f"already at {after}" if before == after else f"upgraded from {before or 'nothing'} to {after}"
+    emit(as_json, {"from": before, "to": after}, text)
+
+
+@db_group.command()
+@json_option
+def current(as_json: bool) -> None:
+    """Show the schema revision of the database file.
+
+    \b
+      durableq db current
+    """
+    with _database(existing_db_path()) as database:
+        revision = migrate.current(database)
+    head = _head()
+    state = "not migrated" if revision is None else ("head" if revision == head else f"head is {head}")
+    emit(as_json, {"revision": revision, "head": head}, f"{revision or '-'} ({state})")
+
+
+@db_group.command()
+@json_option
+def history(as_json: bool) -> None:
+    """List the schema revisions this durableq knows, newest first (needs no database file)."""
+    with _database(db_path()) as database:
+        revisions = migrate.history(database)
+    headers = ("revision", "down revision", "head", "description")
+    rows = [(r.revision, r.down_revision, "head" if r.is_head else "", r.description) for r in revisions]
+    emit(as_json, revisions, lambda: table(headers, rows))
+
+
+COMMANDS = [init, db_group]

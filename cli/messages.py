@@ -1,0 +1,176 @@
+"""Commands on messages: receive, delete, change-visibility, and peek (which changes nothing)."""
+
+from __future__ import annotations
+
+import click
+
+import durableq
+from durableq import limits
+
+from .base import fail_entries, open_queue
+from .output import attribute_text, emit, fields, json_option, message_json, preview, table
+from .parsing import ranged_option
+
+#: --state words and the library's names for them (None: every state).
+PEEK_STATES = {"visible": "visible", "in-flight": "in_flight", "delayed": "delayed", "all": None}
+
+
+@click.command()
+@click.argument("queue")
+@click.option(
+    "-n",
+    "--max-messages",
+    type=int,
+    default=limits.DEFAULT_MAX_MESSAGES,
+    show_default=True,
+    help=f"How many messages to receive at most, 1-{limits.MAX_MESSAGES_PER_RECEIVE}.",
+)
+@ranged_option(
+    "--visibility-timeout",
+    "Seconds the messages stay hidden",
+    0,
+    limits.MAX_VISIBILITY_TIMEOUT,
+    "the queue's",
+)
+@ranged_option(
+    "--wait", "Long poll: seconds to wait for a message", 0, limits.MAX_RECEIVE_WAIT_TIME, "the queue's"
+)
+@click.option(
+    "--attempt-id", help="FIFO receive attempt id: a retry within 5 minutes gets the same messages."
+)
+@click.option("--delete", is_flag=True, help="Delete the messages once they are printed.")
+@json_option
+def receive(
+    queue: str,
+    max_messages: int,
+    visibility_timeout: int | None,
+    wait: int | None,
+    attempt_id: str | None,
+    delete: bool,
+    as_json: bool,
+) -> None:
+    """Receive messages: print each one's body, id, receipt handle and receive count.
+
+    The messages stay hidden for the visibility timeout; delete them with their
+    receipt handle (or pass --delete), or they become visible again.
+
+    \b
+      durableq receive jobs -n 10 --wait 20
+      durableq receive jobs --delete --json
+    """
+    source = open_queue(queue)
+    messages = source.receive(
+        max_messages, visibility_timeout=visibility_timeout, wait_time=wait, attempt_id=attempt_id
+    )
+    emit(as_json, [message_json(m) for m in messages], lambda: _received_text(messages))
+    if delete and messages:
+        result = source.delete_batch([m.receipt_handle for m in messages])
+        if not as_json:
+            click.echo(f"deleted {len(result.successful)} of {len(messages)} messages")
+        failed = [(f"message {messages[int(f.id)].message_id}", f.code, f.message) for f in result.failed]
+        fail_entries(failed, len(messages), "deletes")
+
+
+def _received_text(messages: list[durableq.Message]) -> str:
+    if not messages:
+        return "no messages"
+    blocks = []
+    for message in messages:
+        pairs: list[tuple[str, object]] = [
+            ("message id", message.message_id),
+            ("receipt handle", message.receipt_handle),
+            ("receive count", message.receive_count),
+            ("sent", message.sent_at),
+        ]
+        pairs += _optional(message)
+        blocks.append(fields(pairs) + "\n" + message.body)
+    return "\n\n".join(blocks)
+
+
+def _optional(message: durableq.Message | durableq.PeekedMessage) -> list[tuple[str, object]]:
+    """The lines only some messages have: attributes, FIFO ids, a dead-letter source."""
+    optional = [
+        ("attributes", attribute_text(message.attributes) if message.attributes else None),
+        ("group", message.group_id),
+        ("deduplication id", message.deduplication_id),
+        ("sequence number", message.sequence_number),
+        ("dead-letter source", message.dead_letter_source),
+    ]
+    return [(name, value) for name, value in optional if value is not None]
+
+
+@click.command("delete")
+@click.argument("queue")
+@click.argument("receipts", metavar="RECEIPT...", nargs=-1, required=True)
+@json_option
+def delete_messages(queue: str, receipts: tuple[str, ...], as_json: bool) -> None:
+    """Delete messages by their receipt handles (from receive).
+
+    \b
+      durableq delete jobs AQEB...
+    """
+    target = open_queue(queue)
+    failed: list[tuple[str, str, str]] = []
+    step = limits.MAX_BATCH_ENTRIES
+    for start in range(0, len(receipts), step):
+        entries = [(str(start + i), handle) for i, handle in enumerate(receipts[start : start + step])]
+        result = target.delete_batch(entries)
+        failed += [(f"receipt {int(f.id) + 1}", f.code, f.message) for f in result.failed]
+    deleted = len(receipts) - len(failed)
+    report = {"deleted": deleted, "failed": [dict(zip(("receipt", "code", "message"), f)) for f in failed]}
+    emit(as_json, report, f"deleted {deleted} of {len(receipts)} messages")
+    fail_entries(failed, len(receipts), "deletes")
+
+
+@click.command("change-visibility")
+@click.argument("queue")
+@click.argument("receipt")
+@click.argument("seconds", type=int)
+@json_option
+def change_visibility(queue: str, receipt: str, seconds: int, as_json: bool) -> None:
+    """Hide a received message for SECONDS from now (0 makes it visible at once).
+
+    \b
+      durableq change-visibility jobs AQEB... 120
+    """
+    open_queue(queue).change_visibility(receipt, seconds)
+    text = "the message is visible again" if seconds == 0 else f"the message is hidden for {seconds} s"
+    emit(as_json, {"receipt_handle": receipt, "visibility_timeout": seconds}, text)
+
+
+@click.command()
+@click.argument("queue")
+@click.option(
+    "--state",
+    type=click.Choice(list(PEEK_STATES)),
+    default="all",
+    show_default=True,
+    help="Which messages to show.",
+)
+@click.option(
+    "--limit", type=int, default=10, show_default=True, help=f"At most this many, 1-{limits.MAX_PEEK}."
+)
+@json_option
+def peek(queue: str, state: str, limit: int, as_json: bool) -> None:
+    """Look at messages, oldest first, without receiving them: nothing about them changes.
+
+    \b
+      durableq peek jobs --state in-flight --limit 50
+    """
+    messages = open_queue(queue).peek(state=PEEK_STATES[state], limit=limit)
+    emit(as_json, [message_json(m) for m in messages], lambda: _peeked_text(messages))
+
+
+def _peeked_text(messages: list[durableq.PeekedMessage]) -> str:
+    if not messages:
+        return "no messages"
+    headers = ("message id", "state", "receives", "sent", "visible at", "group", "body")
+    rows = [
+        (m.message_id, m.state.replace("_", " "), m.receive_count, m.sent_at, m.visible_at, m.group_id,
+         preview(m.body))
+        for m in messages
+    ]
+    return table(headers, rows)
+
+
+COMMANDS = [receive, delete_messages, change_visibility, peek]

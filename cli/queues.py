@@ -1,0 +1,275 @@
+"""``durableq queue ...``: create, list, show, change, delete, purge and tag queues."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+import durableq
+from durableq import RedriveAllowPolicy, RedrivePolicy, limits
+
+from .base import open_broker, open_queue
+from .output import duration, emit, fields, json_option, table
+from .parsing import (
+    KEY_VALUE,
+    REDRIVE_ALLOW,
+    SETTING,
+    format_redrive_allow_policy,
+    format_redrive_policy,
+    ranged_option,
+)
+
+
+@click.group()
+def queue() -> None:
+    """Create, list, show, change, delete, purge and tag queues."""
+
+
+@queue.command()
+@click.argument("name")
+@click.option("--fifo", is_flag=True, help=f"A FIFO queue (its name must end in {limits.FIFO_SUFFIX}).")
+@ranged_option(
+    "--visibility-timeout",
+    "Seconds a received message stays hidden",
+    0,
+    limits.MAX_VISIBILITY_TIMEOUT,
+    limits.DEFAULT_VISIBILITY_TIMEOUT,
+)
+@ranged_option(
+    "--delay",
+    "Seconds new messages wait before they can be received",
+    0,
+    limits.MAX_DELAY_SECONDS,
+    limits.DEFAULT_DELAY_SECONDS,
+)
+@ranged_option(
+    "--retention",
+    "Seconds a message is kept",
+    limits.MIN_RETENTION_PERIOD,
+    limits.MAX_RETENTION_PERIOD,
+    limits.DEFAULT_RETENTION_PERIOD,
+)
+@ranged_option(
+    "--wait",
+    "Default long-poll seconds of a receive",
+    0,
+    limits.MAX_RECEIVE_WAIT_TIME,
+    limits.DEFAULT_RECEIVE_WAIT_TIME,
+)
+@ranged_option(
+    "--max-size",
+    "Maximum message size in bytes",
+    limits.MIN_MAXIMUM_MESSAGE_SIZE,
+    limits.MAX_MAXIMUM_MESSAGE_SIZE,
+    limits.DEFAULT_MAXIMUM_MESSAGE_SIZE,
+    "BYTES",
+)
+@click.option("--content-dedup", is_flag=True, help="FIFO: deduplicate by the SHA-256 of the body.")
+@click.option(
+    "--dedup-scope",
+    type=click.Choice(limits.DEDUPLICATION_SCOPES),
+    help="FIFO: deduplication ids count per queue or per message group "
+    f"(default {limits.DEFAULT_DEDUPLICATION_SCOPE}).",
+)
+@click.option("--dlq", help="Dead-letter queue (it must exist, of the same type); needs --max-receives.")
+@click.option(
+    "--max-receives",
+    type=int,
+    help="Receives before a message moves to the --dlq, "
+    f"{limits.MIN_MAX_RECEIVE_COUNT}-{limits.MAX_MAX_RECEIVE_COUNT}.",
+)
+@click.option(
+    "--redrive-allow", type=REDRIVE_ALLOW, help="Which queues may use this one as their dead-letter queue."
+)
+@click.option("--tag", "tags", multiple=True, type=KEY_VALUE, help="A tag KEY=VALUE. Repeatable.")
+@json_option
+def create(
+    name: str,
+    fifo: bool,
+    visibility_timeout: int | None,
+    delay: int | None,
+    retention: int | None,
+    wait: int | None,
+    max_size: int | None,
+    content_dedup: bool,
+    dedup_scope: str | None,
+    dlq: str | None,
+    max_receives: int | None,
+    redrive_allow: RedriveAllowPolicy | None,
+    tags: tuple[tuple[str, str], ...],
+    as_json: bool,
+) -> None:
+    """Create a queue (the database file too, if there is none yet).
+
+    Creating a queue that exists with the same settings does nothing; with other
+    settings it fails (change them with `queue set`).
+
+    \b
+      durableq queue create jobs-dlq
+      durableq queue create jobs --visibility-timeout 60 --dlq jobs-dlq --max-receives 5
+      durableq queue create orders.fifo --fifo --content-dedup --tag team=shop
+    """
+    if (dlq is None) != (max_receives is None):
+        raise click.UsageError("--dlq and --max-receives go together")
+    given: dict[str, Any] = {
+        "visibility_timeout": visibility_timeout,
+        "delay_seconds": delay,
+        "retention_period": retention,
+        "receive_wait_time": wait,
+        "maximum_message_size": max_size,
+        "content_based_deduplication": content_dedup or None,
+        "deduplication_scope": dedup_scope,
+        "redrive_policy": None if dlq is None else RedrivePolicy(dlq, max_receives),  # type: ignore[arg-type]
+        "redrive_allow_policy": redrive_allow,
+        "tags": dict(tags) or None,
+    }
+    broker = open_broker(create=True)
+    existed = name in broker.list_queues(prefix=name)
+    created = broker.create_queue(name, fifo=fifo, **{k: v for k, v in given.items() if v is not None})
+    kind = "FIFO" if created.fifo else "standard"
+    text = f"queue {name} exists with these settings" if existed else f"created {kind} queue {name}"
+    emit(as_json, {"name": name, "created": not existed, **_description(broker, created)}, text)
+
+
+@queue.command("list")
+@click.option("--prefix", default="", help="Only queues whose names start with this.")
+@json_option
+def list_queues(prefix: str, as_json: bool) -> None:
+    """List the queues (names, sorted).
+
+    \b
+      durableq queue list --prefix orders
+    """
+    names = open_broker().list_queues(prefix=prefix)
+    emit(as_json, names, "\n".join(names) or "no queues")
+
+
+def _description(broker: durableq.Broker, target: durableq.Queue) -> dict[str, Any]:
+    """A queue's settings, tags, dead-letter sources and depth: what `queue show` prints."""
+    return {
+        **target.attributes(),
+        "tags": target.tags(),
+        "dead_letter_source_queues": broker.dead_letter_source_queues(target.name),
+        "stats": target.stats(),
+    }
+
+
+@queue.command()
+@click.argument("name")
+@json_option
+def show(name: str, as_json: bool) -> None:
+    """Show a queue's settings, tags, dead-letter sources and depth.
+
+    \b
+      durableq queue show jobs
+    """
+    broker = open_broker()
+    description = _description(broker, broker.get_queue(name))
+    emit(as_json, description, lambda: _description_text(description))
+
+
+#: Keys of a description that `queue show` prints in a form of its own.
+_SHOWN_APART = (
+    *("name", "fifo", "redrive_policy", "redrive_allow_policy", "created_at", "last_modified"),
+    *("tags", "dead_letter_source_queues", "stats"),
+)
+
+
+def _description_text(description: dict[str, Any]) -> str:
+    stats: durableq.QueueStats = description["stats"]
+    settings = [(key, value) for key, value in description.items() if key not in _SHOWN_APART]
+    return fields([
+        ("name", description["name"]),
+        ("type", "FIFO" if description["fifo"] else "standard"),
+        *settings,
+        ("redrive_policy", format_redrive_policy(description["redrive_policy"])),
+        ("redrive_allow_policy", format_redrive_allow_policy(description["redrive_allow_policy"])),
+        ("dead_letter_source_queues", ", ".join(description["dead_letter_source_queues"]) or "-"),
+        ("tags", ", ".join(f"{k}={v}" for k, v in description["tags"].items()) or "-"),
+        ("created_at", description["created_at"]),
+        ("last_modified", description["last_modified"]),
+        ("visible", stats.approximate_number_of_messages),
+        ("in_flight", stats.approximate_number_of_messages_not_visible),
+        ("delayed", stats.approximate_number_of_messages_delayed),
+        ("oldest_message_age", duration(stats.oldest_message_age)),
+    ])
+
+
+@queue.command("set")
+@click.argument("name")
+@click.argument("settings", metavar="KEY=VALUE...", nargs=-1, required=True, type=SETTING)
+@json_option
+def set_settings(name: str, settings: tuple[tuple[str, Any], ...], as_json: bool) -> None:
+    """Change a queue's settings.
+
+    Keys (dashes or underscores): visibility_timeout, delay_seconds,
+    retention_period, receive_wait_time, maximum_message_size, and for FIFO
+    queues content_based_deduplication (true/false) and deduplication_scope
+    (queue/messageGroup); redrive_policy=DLQ:MAX_RECEIVES or none;
+    redrive_allow_policy=allowAll, denyAll, byQueue:Q1,Q2 or none; any other
+    setting the library has (an unknown key fails with the list of them).
+    Values: true/false are booleans, integers are numbers, the rest is text.
+
+    \b
+      durableq queue set jobs visibility-timeout=120 redrive_policy=jobs-dlq:5
+    """
+    target = open_queue(name)
+    target.set_attributes(**dict(settings))
+    emit(as_json, target.attributes(), f"updated queue {name}")
+
+
+@queue.command("delete")
+@click.argument("name")
+@json_option
+def delete_queue(name: str, as_json: bool) -> None:
+    """Delete a queue and all its messages (the name can be used again at once)."""
+    open_broker().delete_queue(name)
+    emit(as_json, {"deleted": name}, f"deleted queue {name}")
+
+
+@queue.command()
+@click.argument("name")
+@json_option
+def purge(name: str, as_json: bool) -> None:
+    """Remove every message of a queue, in every state (FIFO: forget deduplication ids too)."""
+    open_queue(name).purge()
+    emit(as_json, {"purged": name}, f"purged queue {name}")
+
+
+@queue.command("tags")
+@click.argument("name")
+@json_option
+def list_tags(name: str, as_json: bool) -> None:
+    """List a queue's tags."""
+    tags = open_queue(name).tags()
+    emit(as_json, tags, lambda: table(("key", "value"), sorted(tags.items())) if tags else "no tags")
+
+
+@queue.command()
+@click.argument("name")
+@click.argument("tags", metavar="KEY=VALUE...", nargs=-1, required=True, type=KEY_VALUE)
+@json_option
+def tag(name: str, tags: tuple[tuple[str, str], ...], as_json: bool) -> None:
+    """Add or replace tags of a queue.
+
+    \b
+      durableq queue tag jobs team=imaging cost-center=42
+    """
+    target = open_queue(name)
+    target.tag(**dict(tags))
+    emit(as_json, target.tags(), f"tagged queue {name}")
+
+
+@queue.command()
+@click.argument("name")
+@click.argument("keys", metavar="KEY...", nargs=-1, required=True)
+@json_option
+def untag(name: str, keys: tuple[str, ...], as_json: bool) -> None:
+    """Remove tags from a queue (keys it does not have are ignored)."""
+    target = open_queue(name)
+    target.untag(*keys)
+    emit(as_json, target.tags(), f"untagged queue {name}")
+
+
+COMMANDS = [queue]

@@ -1,0 +1,133 @@
+"""``durableq send``: one message from the command line or stdin, or many from a JSON-lines file."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+import click
+
+import durableq
+from durableq import limits
+
+from .base import fail_entries, open_queue
+from .output import emit, json_option, progress
+from .parsing import ATTRIBUTE, LINE_KEYS, line_entry, ranged_option
+
+BATCH = limits.MAX_BATCH_ENTRIES
+
+
+@click.command()
+@click.argument("queue")
+@click.argument("body", required=False)
+@ranged_option(
+    "--delay", "Seconds before the message can be received (standard queues)", 0, limits.MAX_DELAY_SECONDS,
+    "the queue's",
+)
+@click.option("--group", help="Message group id (required on FIFO queues).")
+@click.option("--dedup-id", help="Deduplication id (FIFO queues without content-based deduplication).")
+@click.option(
+    "--attr",
+    "attrs",
+    multiple=True,
+    type=ATTRIBUTE,
+    help="An attribute: NAME=VALUE (a String) or NAME:TYPE=VALUE with TYPE Number, String or Binary "
+    "(value in base64), optionally TYPE.label. Repeatable.",
+)
+@click.option(
+    "--file",
+    "file",
+    type=click.File("r", encoding="utf-8"),
+    help="Send every line of a JSON-lines file ('-' for stdin), in batches of "
+    f"{BATCH}: a JSON string (the body) or an object with {', '.join(LINE_KEYS)}.",
+)
+@json_option
+def send(
+    queue: str,
+    body: str | None,
+    delay: int | None,
+    group: str | None,
+    dedup_id: str | None,
+    attrs: tuple[tuple[str, durableq.Attribute], ...],
+    file: TextIO | None,
+    as_json: bool,
+) -> None:
+    """Send a message (BODY, or - to read it from stdin), or every line of --file.
+
+    The options apply to every message; with --file they are defaults that a
+    line's own keys override (attributes merge). Blank lines are skipped; a line
+    that fails is reported with its number, code and message, and the others
+    are still sent. A progress bar shows on a terminal.
+
+    \b
+      durableq send jobs 'resize cat.png' --attr size:Number=512
+      echo '{"id": 7}' | durableq send jobs -
+      durableq send orders.fifo created --group order-17 --dedup-id o17-created
+      durableq send jobs --file messages.jsonl
+    """
+    if (body is None) == (file is None):
+        raise click.UsageError("give a BODY (or - to read it from stdin), or --file; not both")
+    given = {
+        "delay_seconds": delay,
+        "group_id": group,
+        "deduplication_id": dedup_id,
+        "attributes": dict(attrs) or None,
+    }
+    options = {key: value for key, value in given.items() if value is not None}
+    target = open_queue(queue, create=True)
+    if file is not None:
+        _send_file(target, file, options, as_json)
+        return
+    text = sys.stdin.read() if body == "-" else body
+    result = target.send(text, **options)
+    sequence = f" (sequence number {result.sequence_number})" if result.sequence_number else ""
+    emit(as_json, result, f"sent message {result.message_id}{sequence}")
+
+
+def _send_file(target: durableq.Queue, file: TextIO, defaults: Mapping[str, Any], as_json: bool) -> None:
+    lines = [(number, text) for number, text in enumerate(file, start=1) if text.strip()]
+    failed: list[tuple[int, str, str]] = []
+    sent = 0
+    with progress(len(lines), f"sending to {target.name}", enabled=not as_json) as bar:
+        for start in range(0, len(lines), BATCH):
+            chunk = lines[start : start + BATCH]
+            entries = []
+            for number, text in chunk:
+                try:
+                    entries.append(line_entry(str(number), text, defaults))
+                except durableq.DurableQError as exc:
+                    failed.append((number, exc.code, exc.message))
+            try:
+                result = _send_batch(target, entries)
+            except durableq.DurableQError as exc:
+                # The whole batch was refused (the file is locked, the queue is gone): say how far it got.
+                where = f"sent {sent} messages; line {chunk[0][0]} on were not sent"
+                raise type(exc)(f"{exc.message} ({where})") from exc
+            sent += len(result.successful)
+            failed += [(int(f.id), f.code, f.message) for f in result.failed]
+            bar.update(len(chunk))
+    failed.sort()
+    report = {
+        "sent": sent,
+        "lines": len(lines),
+        "failed": [dict(zip(("line", "code", "message"), f)) for f in failed],
+    }
+    emit(as_json, report, f"sent {sent} of {len(lines)} messages from {file.name}")
+    fail_entries([(f"line {n}", code, message) for n, code, message in failed], len(lines), "lines")
+
+
+def _send_batch(target: durableq.Queue, entries: list[durableq.SendEntry]) -> durableq.BatchResult:
+    """Send a batch; one too large as a whole (over 1 MiB) goes entry by entry instead."""
+    if not entries:
+        return durableq.BatchResult([], [])
+    try:
+        return target.send_batch(entries)
+    except durableq.BatchRequestTooLong:
+        results = [target.send_batch([entry]) for entry in entries]
+        return durableq.BatchResult(
+            [s for r in results for s in r.successful], [f for r in results for f in r.failed]
+        )
+
+
+COMMANDS = [send]

@@ -1,0 +1,119 @@
+"""``durableq stats``: depth by state, the oldest message's age and per-minute rates;
+``--watch`` redraws them in place until Ctrl-C."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import click
+
+import durableq
+
+from .base import open_broker
+from .output import duration, emit, json_option, table
+
+#: Counters of ``Queue.metrics``, and their column headings.
+RATES = {
+    "sent": "sent/min",
+    "received": "recv/min",
+    "deleted": "del/min",
+    "moved_to_dead_letter": "dlq/min",
+    "expired": "expired/min",
+    "empty_receives": "empty/min",
+}
+
+# Indirection so a test can end --watch without waiting.
+_sleep = time.sleep
+
+
+@click.command()
+@click.argument("queue", required=False)
+@click.option(
+    "--window",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Minutes the per-minute rates are averaged over (the current minute counts).",
+)
+@click.option("--watch", is_flag=True, help="Redraw every --interval seconds until Ctrl-C.")
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.1),
+    default=2.0,
+    show_default=True,
+    help="Seconds between redraws.",
+)
+@json_option
+def stats(queue: str | None, window: int, watch: bool, interval: float, as_json: bool) -> None:
+    """Show the depth of a queue (or of every queue) by state, its oldest message's
+    age, and per-minute rates of sends, receives, deletes, dead letters, expiries
+    and empty receives.
+
+    With --watch, the table is redrawn in place (with --json: one JSON line per
+    refresh) until Ctrl-C, which exits cleanly.
+
+    \b
+      durableq stats
+      durableq stats jobs --watch --interval 1
+    """
+    broker = open_broker()
+    try:
+        while True:
+            snapshot = _snapshot(broker, queue, window)
+            if watch and not as_json:
+                click.clear()
+            emit(as_json, snapshot, lambda: _text(snapshot))
+            if not watch:
+                return
+            if not as_json:
+                click.echo(f"\nevery {interval:g} s; Ctrl-C to stop")
+            _sleep(interval)
+    except KeyboardInterrupt:
+        if not watch:
+            raise
+        # Ctrl-C is how --watch ends: a clean exit 0.
+
+
+def _snapshot(broker: durableq.Broker, queue: str | None, window: int) -> dict[str, Any]:
+    now = datetime.now(timezone.utc)
+    rows = []
+    for name in [queue] if queue else broker.list_queues():
+        try:
+            rows.append(_queue_row(broker.get_queue(name), now - timedelta(minutes=window), window))
+        except durableq.QueueDoesNotExist:
+            if queue:
+                raise
+            # Deleted since the listing: it has no stats to show.
+    return {"at": now, "window_minutes": window, "queues": rows}
+
+
+def _queue_row(target: durableq.Queue, since: datetime, window: int) -> dict[str, Any]:
+    depth = target.stats()
+    minutes = target.metrics(since=since)
+    return {
+        "queue": target.name,
+        "fifo": target.fifo,
+        "visible": depth.approximate_number_of_messages,
+        "in_flight": depth.approximate_number_of_messages_not_visible,
+        "delayed": depth.approximate_number_of_messages_delayed,
+        "oldest_message_age": depth.oldest_message_age,
+        "per_minute": {key: round(sum(getattr(m, key) for m in minutes) / window, 1) for key in RATES},
+    }
+
+
+def _text(snapshot: dict[str, Any]) -> str:
+    rows = snapshot["queues"]
+    if not rows:
+        return "no queues"
+    headers = ["queue", "visible", "in flight", "delayed", "oldest", *RATES.values()]
+    lines = [
+        [r["queue"], r["visible"], r["in_flight"], r["delayed"], duration(r["oldest_message_age"]),
+         *(r["per_minute"][key] for key in RATES)]
+        for r in rows
+    ]
+    return table(headers, lines)
+
+
+COMMANDS = [stats]

@@ -1,0 +1,70 @@
+"""Errors: one line on stderr, exit status 1 when refused and 2 for bad usage, never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import durableq
+
+from .conftest import Run
+
+
+def test_a_refused_operation_is_one_line_with_the_library_code(run: Run, broker: durableq.Broker) -> None:
+    result = run("receive", "x", code=1)
+    assert result.stdout == ""
+    assert result.stderr == "error: QueueDoesNotExist: queue 'x' does not exist\n"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("no-such-command",),
+        ("queue",),  # a group without its command
+        ("queue", "create"),  # a missing argument
+        ("receive", "jobs", "--no-such-option"),
+        ("receive", "jobs", "-n", "many"),
+        ("peek", "jobs", "--state", "sleeping"),
+        ("queue", "list", "extra"),
+        ("change-visibility", "jobs", "receipt"),
+    ],
+)
+def test_bad_usage_exits_2(run: Run, broker: durableq.Broker, args: tuple[str, ...]) -> None:
+    result = run(*args, code=2)
+    assert result.stdout == "" or result.stdout.startswith("Usage:")
+
+
+def test_json_goes_after_the_command(run: Run, broker: durableq.Broker) -> None:
+    run("--json", "queue", "list", code=2)
+    run("queue", "list", "--json")
+
+
+def test_an_unexpected_error_is_still_one_line(
+    run: Run, broker: durableq.Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: durableq.Broker, prefix: str = "") -> list[str]:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(durableq.Broker, "list_queues", broken)
+    result = run("queue", "list", code=1)
+    assert result.stderr == "error: unexpected RuntimeError: boom (a bug in durableq; please report it)\n"
+
+
+def test_a_file_that_cannot_be_read_is_one_line(run: Run, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'"caf\xe9"\n')  # Latin-1, not UTF-8
+    run("queue", "create", "jobs")
+    result = run("send", "jobs", "--file", str(bad), code=1)
+    assert result.stderr.startswith("error: the input is not UTF-8 text (invalid continuation byte")
+    assert result.stderr.count("\n") == 1
+
+
+def test_a_directory_as_database(run: Run, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from durableq.cli import main
+
+    result = CliRunner().invoke(main, ["--db", str(tmp_path), "queue", "list"])
+    assert result.exit_code == 2  # click's path check: a file, not a directory
+    assert "Traceback" not in result.output

@@ -1,29 +1,48 @@
 # The two commands of the README:
-#   make demo   sets up a virtual environment and runs the example on ./durableq.db
+#   make demo   sets up a virtual environment and runs the examples on ./durableq.db
+#               (a library tour, then a job queue run by `durableq worker`)
 #   make test   sets up everything (Python packages, Java and the SQLite JDBC driver
 #               for Spark) and runs the whole test suite
 PYTHON ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
 
-.PHONY: demo test setup system-deps clean
+.PHONY: demo test setup setup-test system-deps clean
 
+# durableq itself: enough for the demo (and the benchmark and stress runs, which add their own).
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+# Plus the test extra: pytest, Hypothesis, pyspark, boto3, the AWS CLI.
+$(BIN)/.installed-test: $(BIN)/.installed
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
 
 setup: $(BIN)/.installed
+
+setup-test: $(BIN)/.installed-test
 
 system-deps:
 	scripts/install-system-deps
 
 demo: setup
 	$(BIN)/python examples/quickstart.py durableq.db
+	$(BIN)/python examples/jobs/producer.py durableq.db
+	$(BIN)/durableq --db durableq.db worker thumbnails examples.jobs.handlers:make_thumbnail \
+		--concurrency 4 --idle-timeout 5
+	$(BIN)/durableq --db durableq.db stats
 
-test: setup system-deps
+test: setup-test system-deps
 	$(BIN)/python -m pytest
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+
+# The benchmark harness of issue 8: every workload, results in bench/results/ (about 10-20 minutes).
+.PHONY: bench
+bench: setup
+	$(BIN)/pip install --quiet -e '.[bench]'
+	$(BIN)/python -m bench

@@ -24,7 +24,7 @@ from .errors import (
     DatabaseReadOnly,
     NotADurableQDatabase,
 )
-from .schema import APPLICATION_ID
+from .fileformat import APPLICATION_ID
 
 log = logging.getLogger(__name__)
 

@@ -83,6 +83,8 @@ MIN_MAX_RECEIVE_COUNT = 1
 MAX_MAX_RECEIVE_COUNT = 1_000
 REDRIVE_PERMISSIONS = ("allowAll", "denyAll", "byQueue")
 MAX_REDRIVE_SOURCE_QUEUES = 10
+#: The fastest rate a message move task may be given (SQS's MaxNumberOfMessagesPerSecond).
+MAX_MOVE_RATE = 500
 #: Messages moved per transaction by a message move task.
 MOVE_TASK_BATCH = 100
 #: A RUNNING task whose runner has not reported for this long is marked FAILED.

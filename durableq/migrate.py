@@ -9,22 +9,24 @@ stays fast.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from filelock import FileLock, Timeout
 
-from . import migrations
 from .database import Database, configure_new, identify, translate, use_wal
 from .errors import DatabaseLocked, SchemaVersionTooNew
-from .schema import SCHEMA_REVISION
+from .fileformat import SCHEMA_REVISION
 
 if TYPE_CHECKING:
     from alembic.config import Config
 
 # The package maps the repository's top-level migrations/ folder to durableq.migrations.
-MIGRATIONS_DIR = Path(migrations.__file__).resolve().parent
+MIGRATIONS_DIR = Path(str(resources.files("durableq.migrations")))
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +60,9 @@ def _revision(conn: sqlite3.Connection) -> str | None:
 
 
 def current(db: Database) -> str | None:
-    """The revision the file is at (``None`` for a file never migrated)."""
+    """The revision the file is at (``None`` for an empty file); refuses other applications' files."""
     try:
+        identify(db.conn, db.path)
         return _revision(db.conn)
     except sqlite3.Error as exc:
         raise translate(exc, db.path, db.busy_timeout) from exc
@@ -97,24 +100,17 @@ def upgrade(db: Database, target: str = "head") -> str | None:
     """Migrate the file to ``target`` under the file lock; returns the new revision."""
     from alembic import command
 
-    lock = FileLock(f"{db.path}.lock")
-    try:
-        with lock.acquire(timeout=db.busy_timeout):
-            conn = db.conn
-            try:
-                is_ours = identify(conn, db.path)
-                _check_known(db, _revision(conn))
-                use_wal(conn)
-                if not is_ours:
-                    configure_new(conn)
-            except sqlite3.Error as exc:
-                raise translate(exc, db.path, db.busy_timeout) from exc
-            command.upgrade(alembic_config(db), target)
-    except Timeout as exc:
-        raise DatabaseLocked(
-            f"another process held the migration lock {lock.lock_file} for more than "
-            f"{db.busy_timeout:g} s"
-        ) from exc
+    with _migration_lock(db):
+        conn = db.conn
+        try:
+            is_ours = identify(conn, db.path)
+            _check_known(db, _revision(conn))
+            use_wal(conn)
+            if not is_ours:
+                configure_new(conn)
+        except sqlite3.Error as exc:
+            raise translate(exc, db.path, db.busy_timeout) from exc
+        command.upgrade(alembic_config(db), target)
     return current(db)
 
 
@@ -122,9 +118,23 @@ def downgrade(db: Database, target: str) -> str | None:
     """Migrate down to ``target`` (``"base"`` removes every table)."""
     from alembic import command
 
-    with FileLock(f"{db.path}.lock").acquire(timeout=db.busy_timeout):
+    with _migration_lock(db):
+        current(db)  # refuses files that are not ours before alembic touches them
         command.downgrade(alembic_config(db), target)
     return current(db)
+
+
+@contextmanager
+def _migration_lock(db: Database) -> Iterator[None]:
+    """Only one process migrates a file at a time (and a new file is created once)."""
+    lock = FileLock(f"{db.path}.lock", mode=0o600)
+    try:
+        with lock.acquire(timeout=db.busy_timeout):
+            yield
+    except Timeout as exc:
+        raise DatabaseLocked(
+            f"another process held the migration lock {lock.lock_file} for more than {db.busy_timeout:g} s"
+        ) from exc
 
 
 def ensure_schema(db: Database) -> None:

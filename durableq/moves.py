@@ -26,7 +26,6 @@ from .types import MoveTask, datetime_from_ms
 
 log = logging.getLogger(__name__)
 
-MAX_PER_SECOND = 500  # as SQS allows for MaxNumberOfMessagesPerSecond
 _COLUMNS = "task_handle, status, source, destination, max_per_second, moved, to_move, started_at, failure_reason"
 # Everything but messages in flight: a consumer holding one keeps it until it lets go.
 _NEXT_BATCH = """
@@ -77,7 +76,7 @@ class MoveTasks:
         if destination is not None:
             validation.queue_name(destination)
         if max_per_second is not None:
-            validation.integer("max_per_second", max_per_second, 1, MAX_PER_SECOND, "messages per second")
+            validation.integer("max_per_second", max_per_second, 1, limits.MAX_MOVE_RATE, "messages per second")
         handle = str(uuid.uuid4())
         with self._db.write() as conn:
             src = queues.load(conn, source)
@@ -227,8 +226,9 @@ def _count(conn: Any, queue: QueueConfig) -> int:
 def _move(conn: Any, source: QueueConfig, target: QueueConfig, rows: list[tuple[int, str | None]], now: int) -> None:
     """Move rows to ``target`` as new arrivals there: visible, received 0 times."""
     if source.fifo:
-        fifo.append_moved(conn, target, rows, now, "dead_letter_source = NULL, receive_count = 0", {})  # type: ignore[arg-type]
-        fifo.refresh_groups(conn, source.id, (g for _, g in rows))  # type: ignore[misc]
+        groups = [(row_id, group) for row_id, group in rows if group is not None]
+        fifo.append_moved(conn, target, groups, now, "dead_letter_source = NULL, receive_count = 0", {})
+        fifo.refresh_groups(conn, source.id, (g for _, g in groups))
     else:
         conn.execute(_MOVE_STANDARD, {"queue_id": target.id, "now": now, "ids": json.dumps([r for r, _ in rows])})
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
+from collections.abc import Sequence
 
 from . import fifo, queues
 from .counters import MOVED, Counters
@@ -40,7 +41,7 @@ def move(
     conn: sqlite3.Connection,
     source: QueueConfig,
     target: QueueConfig,
-    rows: list[tuple[int, str | None]],
+    rows: Sequence[tuple[int, str | None]],
     now: int,
     counters: Counters,
 ) -> None:
@@ -53,10 +54,9 @@ def move(
     if not rows:
         return
     if source.fifo:
-        fifo.append_moved(
-            conn, target, rows, now, "dead_letter_source = :source", {"source": source.name}  # type: ignore[arg-type]
-        )
-        fifo.refresh_groups(conn, source.id, (g for _, g in rows))  # type: ignore[misc]
+        groups = [(row_id, group) for row_id, group in rows if group is not None]
+        fifo.append_moved(conn, target, groups, now, "dead_letter_source = :source", {"source": source.name})
+        fifo.refresh_groups(conn, source.id, (g for _, g in groups))
     else:
         conn.execute(
             _MOVE_STANDARD,

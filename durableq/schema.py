@@ -22,10 +22,6 @@ from sqlalchemy import (
     text,
 )
 
-#: The alembic revision this code expects; a test checks it is the head.
-SCHEMA_REVISION = "0002"
-#: ``PRAGMA application_id`` of a durableq file ("dq1q"), so other SQLite files are told apart.
-APPLICATION_ID = 0x64713171
 
 metadata = MetaData()
 

@@ -154,20 +154,20 @@ def _insert_fifo(
     results: list[SendResult | DurableQError] = []
     for item in items:
         try:
-            dedup_id = _fifo_checks(queue, item)
+            group_id, dedup_id = _fifo_checks(queue, item)
         except DurableQError as exc:
             results.append(exc)
             continue
-        scope = item.group_id if queue.deduplication_scope == "messageGroup" else ""
+        scope = group_id if queue.deduplication_scope == "messageGroup" else ""
         original = fifo.find_duplicate(conn, queue.id, scope, dedup_id, now)
         if original is not None:  # accepted, but nothing is enqueued
             results.append(SendResult(original[0], format_sequence(original[1]), md5_hex(item.body)))
             continue
         sequence += 1
         message_id = new_message_id()
-        _execute_insert(conn, queue.name, message_id, item, None, now, item.group_id, dedup_id, sequence)
+        _execute_insert(conn, queue.name, message_id, item, None, now, group_id, dedup_id, sequence)
         fifo.remember(conn, queue.id, scope, dedup_id, message_id, sequence, now)
-        fifo.add_to_group(conn, queue.id, item.group_id, now + queue.delay_seconds * 1000)  # type: ignore[arg-type]
+        fifo.add_to_group(conn, queue.id, group_id, now + queue.delay_seconds * 1000)
         results.append(SendResult(message_id, format_sequence(sequence), md5_hex(item.body)))
     if sequence != start:
         conn.execute("UPDATE queues SET next_sequence = ? WHERE id = ?", (sequence, queue.id))
@@ -175,8 +175,8 @@ def _insert_fifo(
     return results
 
 
-def _fifo_checks(queue: QueueConfig, item: Outgoing) -> str:
-    """The FIFO rules of a send; returns the deduplication id to use."""
+def _fifo_checks(queue: QueueConfig, item: Outgoing) -> tuple[str, str]:
+    """The FIFO rules of a send; returns the group id and the deduplication id to use."""
     _check_for_queue(queue, item)
     if item.group_id is None:
         raise MissingParameter(f"group_id is required for every message sent to FIFO queue {queue.name!r}")
@@ -186,9 +186,9 @@ def _fifo_checks(queue: QueueConfig, item: Outgoing) -> str:
             "set the queue's delay_seconds instead"
         )
     if item.deduplication_id is not None:
-        return item.deduplication_id
+        return item.group_id, item.deduplication_id
     if not queue.content_based_deduplication:
         raise MissingParameter(
             f"deduplication_id is required: FIFO queue {queue.name!r} does not use content-based deduplication"
         )
-    return hashlib.sha256(item.body.encode("utf-8")).hexdigest()
+    return item.group_id, hashlib.sha256(item.body.encode("utf-8")).hexdigest()

@@ -15,7 +15,8 @@ from sqlalchemy import create_engine
 import durableq
 from durableq import migrate
 from durableq.database import Database
-from durableq.schema import SCHEMA_REVISION, metadata
+from durableq.fileformat import SCHEMA_REVISION
+from durableq.schema import metadata
 
 
 def _diff(path: Path) -> list:

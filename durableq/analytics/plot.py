@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ FIGSIZE = (11.0, 7.0)
 DPI = 100
 #: The counters drawn in the lower panel, summed over the queues shown.
 FLOWS = ("sent", "received", "deleted", "moved_to_dead_letter")
+MINUTE = timedelta(minutes=1)
 
 
 def write_activity_png(
@@ -42,15 +43,18 @@ def write_activity_png(
         depth[row["queue"]].append((row["minute"], row["depth"]))
         for name in FLOWS:
             flows[row["minute"]][name] += row[name]
+    # A depth is as of the end of its minute; a count spans its minute (so the steps get a closing edge).
     for queue, points in depth.items():
-        depth_axes.step([m for m, _ in points], [d for _, d in points], where="post", label=queue)
+        depth_axes.plot([m + MINUTE for m, _ in points], [d for _, d in points], marker=".", label=queue)
     minutes = sorted(flows)
+    edges = [*minutes, minutes[-1] + MINUTE] if minutes else []
     for name in FLOWS:
-        flow_axes.plot(minutes, [flows[m][name] for m in minutes], marker=".", label=name.replace("_", " "))
+        counts = [flows[m][name] for m in minutes]
+        flow_axes.step(edges, [*counts, *counts[-1:]], where="post", label=name.replace("_", " "))
     depth_axes.set_title(title)
     depth_axes.set_ylabel("messages at the end of the minute")
     flow_axes.set_ylabel("messages per minute")
-    flow_axes.set_xlabel("minute (UTC)")
+    flow_axes.set_xlabel("time (UTC)")
     if not rows:
         depth_axes.text(
             0.5, 0.5, "no counters recorded", ha="center", va="center", transform=depth_axes.transAxes

@@ -164,16 +164,21 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
         return reports.build(name, self.tables(), queue)
 
     def depth_by_state(self, queue: str | None = None) -> DataFrame:
+        """Messages per queue and state; see :func:`.reports.depth_by_state`."""
         return self.report("depth", queue)
 
     def age_percentiles(self, queue: str | None = None) -> DataFrame:
+        """Age percentiles per queue; see :func:`.reports.age_percentiles`."""
         return self.report("ages", queue)
 
     def receive_count_histogram(self, queue: str | None = None) -> DataFrame:
+        """Messages per receive count; see :func:`.reports.receive_count_histogram`."""
         return self.report("receive-counts", queue)
 
     def dead_letter_rates(self, queue: str | None = None) -> DataFrame:
+        """Dead-letter moves per source queue; see :func:`.reports.dead_letter_rates`."""
         return self.report("dead-letters", queue)
 
     def throughput(self, queue: str | None = None) -> DataFrame:
+        """Counters and depth per minute; see :func:`.reports.throughput`."""
         return self.report("throughput", queue)

@@ -18,7 +18,7 @@ def main(path: str = "durableq.db", count: int = 20) -> None:
         queue = broker.create_queue(
             "thumbnails",
             visibility_timeout=10,
-            redrive_policy=RedrivePolicy(dead_letter_queue="thumbnails-dlq", max_receive_count=3),
+            redrive_policy=RedrivePolicy(dead_letter_queue="thumbnails-dlq", max_receive_count=2),
         )
         jobs = [{"image": f"photo-{i}.png", "size": 128, "flaky": i % 5 == 0} for i in range(count)]
         jobs.append({"image": "corrupt.png", "size": 128})

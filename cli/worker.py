@@ -1,0 +1,87 @@
+"""``durableq worker``: run a handler over a queue (a thin shell over ``durableq.Worker``)."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+import durableq
+
+from .base import CommandFailed, open_queue
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(processName)s %(message)s"
+
+
+def load_handler(spec: str) -> Callable[[durableq.Message], Any]:
+    """The function ``module:function`` names, importable from the current directory too."""
+    module_name, _, function_name = spec.partition(":")
+    if not module_name or not function_name:
+        raise click.BadParameter(f"{spec!r} is not module:function (e.g. myapp.jobs:resize)")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `python -m` would: handlers live in the user's project
+    try:
+        function = getattr(importlib.import_module(module_name), function_name)
+    except (ImportError, AttributeError) as exc:
+        raise CommandFailed(f"cannot load handler {spec}: {type(exc).__name__}: {exc}") from exc
+    if not callable(function):
+        raise CommandFailed(f"handler {spec} is not callable")
+    return function  # type: ignore[no-any-return]
+
+
+@click.command()
+@click.argument("queue")
+@click.argument("handler")
+@click.option("--concurrency", type=int, default=1, show_default=True, help="Handlers running at once.")
+@click.option("--processes", is_flag=True, help="Run handlers in --concurrency worker processes instead of threads.")
+@click.option("--visibility-timeout", type=int, help="Seconds a message is hidden per receive (default: the queue's).")
+@click.option("--heartbeat", type=float, help="Seconds between visibility extensions (default: half the timeout).")
+@click.option("--wait", type=int, default=20, show_default=True, help="Long-poll wait of each receive, in seconds.")
+@click.option("--grace-period", type=float, default=30, show_default=True, help="Seconds running handlers get at stop.")
+@click.option("--idle-timeout", type=float, help="Stop after this many seconds without messages (default: never).")
+@click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]), default="INFO", show_default=True)
+def worker(
+    queue: str,
+    handler: str,
+    concurrency: int,
+    processes: bool,
+    visibility_timeout: int | None,
+    heartbeat: float | None,
+    wait: int,
+    grace_period: float,
+    idle_timeout: float | None,
+    log_level: str,
+) -> None:
+    """Run HANDLER (module:function) on the messages of QUEUE until Ctrl-C or SIGTERM.
+
+    A message whose handler returns is deleted; one whose handler raises is
+    retried after a back-off, and goes to the dead-letter queue after the
+    queue's maximum receives. Long jobs are kept invisible by a heartbeat.
+    Stopping lets running handlers finish within the grace period and makes
+    unfinished messages visible again at once. Each job's outcome is one log line.
+
+    \b
+      durableq worker thumbnails myapp.jobs:make_thumbnail --concurrency 4
+      durableq worker thumbnails myapp.jobs:make_thumbnail --processes --concurrency 2
+    """
+    function = load_handler(handler)
+    logging.basicConfig(level=log_level, format=LOG_FORMAT, stream=sys.stderr)
+    durableq.Worker(
+        open_queue(queue),
+        function,
+        concurrency=concurrency,
+        processes=processes,
+        visibility_timeout=visibility_timeout,
+        heartbeat_interval=heartbeat,
+        wait_time=wait,
+        grace_period=grace_period,
+        idle_timeout=idle_timeout,
+    ).run()
+
+
+COMMANDS = [worker]

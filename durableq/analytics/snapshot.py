@@ -25,7 +25,7 @@ from urllib.parse import quote
 from ..database import Database, identify, translate
 from ..errors import DatabaseError, NotADurableQDatabase
 from ..migrate import current
-from ..schema import SCHEMA_REVISION
+from ..fileformat import SCHEMA_REVISION
 from ..types import datetime_from_ms
 
 log = logging.getLogger(__name__)

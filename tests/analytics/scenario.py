@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import durableq
 from durableq import RedrivePolicy, SendEntry
@@ -43,25 +44,28 @@ class Scenario:
     received: dict[str, durableq.Message] = field(default_factory=dict)
 
 
-def entries(prefix: str, count: int, **options: object) -> Iterator[list[SendEntry]]:
+def entries(prefix: str, count: int, **options: Any) -> Iterator[list[SendEntry]]:
     """``count`` messages in batches of 10; bodies of varied length, some of them not ASCII."""
     for start in range(0, count, 10):
+        numbers = range(start, min(start + 10, count))
         yield [
-            SendEntry(str(i), f"{prefix}-{start + i}-" + "é€x" * ((start + i) % 17), **options)  # type: ignore[arg-type]
-            for i in range(min(10, count - start))
+            SendEntry(str(n - start), f"{prefix}-{n}-" + "é€x" * (n % 17), **options)
+            for n in numbers
         ]
 
 
-def send(queue: durableq.Queue, count: int, prefix: str = "", **options: object) -> None:
+def send(queue: durableq.Queue, count: int, prefix: str = "", **options: Any) -> None:
     for batch in entries(f"{queue.name}{prefix}", count, **options):
         result = queue.send_batch(batch)
         assert not result.failed, result.failed
 
 
-def receive(scenario: Scenario, queue: durableq.Queue, calls: int, **options: object) -> list[durableq.Message]:
+def receive(
+    scenario: Scenario, queue: durableq.Queue, calls: int, **options: Any
+) -> list[durableq.Message]:
     got: list[durableq.Message] = []
     for _ in range(calls):
-        got.extend(queue.receive(10, **options))  # type: ignore[arg-type]
+        got.extend(queue.receive(10, **options))
     scenario.received.update((m.message_id, m) for m in got)
     return got
 

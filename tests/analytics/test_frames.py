@@ -76,7 +76,8 @@ def test_every_unexpired_message_appears_once_with_its_stored_values(
 
 
 def test_states_cover_every_case_of_the_scenario(spark_messages: dict[str, dict[str, Any]]) -> None:
-    states = Counter((row["queue"], row["state"], row["receive_count"] > 0) for row in spark_messages.values())
+    rows = spark_messages.values()
+    states = Counter((row["queue"], row["state"], row["receive_count"] > 0) for row in rows)
     # orders holds all three states, and visible messages both never and once received.
     for case in [("orders", "delayed", False), ("orders", "visible", False), ("orders", "visible", True)]:
         assert states[case] > 0, case
@@ -104,7 +105,7 @@ def test_values_match_what_receive_returned(
     assert compared > 5_000
 
 
-def test_epoch_milliseconds_arrive_as_64_bit_timestamps(spark: SparkSession, analytics: QueueAnalytics) -> None:
+def test_epoch_milliseconds_arrive_as_64_bit_timestamps(analytics: QueueAnalytics) -> None:
     millis = analytics.messages().select(
         F.min(F.unix_millis("sent_at")).alias("low"),
         F.max(F.unix_millis("visible_at")).alias("high"),
@@ -117,7 +118,9 @@ def test_epoch_milliseconds_arrive_as_64_bit_timestamps(spark: SparkSession, ana
     assert row["high"] > row["low"] > 2**41
 
 
-def test_the_driver_alone_would_type_these_columns_wrongly(spark: SparkSession, analytics: QueueAnalytics) -> None:
+def test_the_driver_alone_would_type_these_columns_wrongly(
+    spark: SparkSession, analytics: QueueAnalytics
+) -> None:
     # Why every read states its types: untouched, the driver gives 32-bit ints and decimals.
     raw = (
         spark.read.format("jdbc")

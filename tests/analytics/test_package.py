@@ -42,7 +42,8 @@ def test_importing_without_pyspark_says_what_to_install() -> None:
 
 
 def test_plotting_without_matplotlib_says_what_to_install(tmp_path: Path) -> None:
-    code = f"from durableq.analytics import write_activity_png; write_activity_png([], {str(tmp_path / 'x.png')!r})"
+    target = str(tmp_path / "x.png")
+    code = f"from durableq.analytics import write_activity_png; write_activity_png([], {target!r})"
     kind, name, message = probe("matplotlib", code)
     assert (kind, name) == ("SparkExtraMissing", "matplotlib")
     assert "pip install 'durableq[spark]'" in message
@@ -56,7 +57,7 @@ def test_all_lists_exactly_the_public_names() -> None:
 
 
 def test_states_are_the_values_of_the_library_classification() -> None:
-    assert set(STATES) == set(re.findall(r"THEN '(\w+)'", STATE_SQL)) | set(re.findall(r"ELSE '(\w+)'", STATE_SQL))
+    assert set(STATES) == set(re.findall(r"(?:THEN|ELSE) '(\w+)'", STATE_SQL))
 
 
 def test_the_query_carries_the_snapshot_time_in_place_of_now() -> None:

@@ -97,9 +97,8 @@ def test_dead_letter_rates(
 
 def test_throughput_per_minute_and_reconstructed_depth(report_rows: ReportRows, library: Library) -> None:
     rows = report_rows("throughput")
-    dead_letter_queue = {
-        name: (a["redrive_policy"] and a["redrive_policy"].dead_letter_queue) for name, a in library.attributes.items()
-    }
+    policies = {name: a["redrive_policy"] for name, a in library.attributes.items()}
+    dead_letter_queue = {name: policy and policy.dead_letter_queue for name, policy in policies.items()}
     depth_now = {
         name: s.approximate_number_of_messages
         + s.approximate_number_of_messages_not_visible
@@ -129,7 +128,8 @@ def test_a_queue_filter_keeps_that_queue_s_rows(
     analytics: QueueAnalytics, report_rows: ReportRows, name: str
 ) -> None:
     everything = report_rows(name)
-    assert to_rows(analytics.report(name, queue="payments")) == [r for r in everything if r["queue"] == "payments"]
+    payments = [r for r in everything if r["queue"] == "payments"]
+    assert payments and to_rows(analytics.report(name, queue="payments")) == payments
 
 
 def test_unknown_report_or_queue(analytics: QueueAnalytics) -> None:

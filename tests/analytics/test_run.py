@@ -62,7 +62,8 @@ def test_run_report_returns_every_report_as_plain_rows(
     plot = tmp_path / "activity.png"
     result = run_report(path, spark=spark, clock=clock, plot=plot)
     assert list(result) == ["snapshot", *REPORT_NAMES]
-    assert result["snapshot"] == [{"source": str(path), "taken_at": durableq.types.datetime_from_ms(int(clock() * 1000))}]
+    taken_at = durableq.types.datetime_from_ms(int(clock() * 1000))
+    assert result["snapshot"] == [{"source": str(path), "taken_at": taken_at}]
     json.dumps(result, default=str)  # ready for --json
     with durableq.open(path, clock=clock, durability="normal") as broker:
         jobs, dlq = broker.get_queue("jobs"), broker.get_queue("jobs-dlq")
@@ -80,7 +81,8 @@ def test_run_report_returns_every_report_as_plain_rows(
     (rate,) = result["dead-letters"]
     moved = sum(m.moved_to_dead_letter for m in metrics)
     assert rate["moved_to_dead_letter"] == moved == stats["jobs-dlq"].approximate_number_of_messages == 100
-    jobs_minutes = [(r["minute"], r["sent"], r["received"], r["deleted"]) for r in result["throughput"] if r["queue"] == "jobs"]
+    jobs = [r for r in result["throughput"] if r["queue"] == "jobs"]
+    jobs_minutes = [(r["minute"], r["sent"], r["received"], r["deleted"]) for r in jobs]
     assert jobs_minutes == [(m.minute, m.sent, m.received, m.deleted) for m in metrics]
     assert all(r["minute"].tzinfo is timezone.utc for r in result["throughput"])
     # The plot: a PNG of the configured size with something drawn on it.

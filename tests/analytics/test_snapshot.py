@@ -58,7 +58,9 @@ def test_snapshot_is_one_consistent_state_while_a_writer_runs(
         sizes = {r["count"] for r in rounds.collect()}
         depth = {r["queue"]: r["total"] for r in to_rows(analytics.depth_by_state())}
         with reference.connect_ro(analytics.snapshot_path) as conn:
-            (next_sequence,) = conn.execute("SELECT next_sequence FROM queues WHERE name = 'stream.fifo'").fetchone()
+            (next_sequence,) = conn.execute(
+                "SELECT next_sequence FROM queues WHERE name = 'stream.fifo'"
+            ).fetchone()
             (stream_rows,) = conn.execute(
                 "SELECT count(*) FROM messages WHERE queue_id = (SELECT id FROM queues WHERE name = 'stream')"
             ).fetchone()
@@ -112,3 +114,15 @@ def test_without_a_session_the_active_one_is_reused_and_left_running(
         assert analytics.spark is spark
         assert analytics.depth_by_state().count() == len(scenario.QUEUE_NAMES)
     assert spark.range(2).count() == 2
+
+
+def test_a_file_without_messages_reads_as_empty_frames(spark: SparkSession, tmp_path: Path) -> None:
+    path = tmp_path / "empty.db"
+    with durableq.open(path, durability="normal") as broker:
+        broker.create_queue("waiting")
+    with QueueAnalytics.open(path, spark=spark) as analytics:
+        assert analytics.messages().rdd.getNumPartitions() == 1
+        assert analytics.messages().count() == 0
+        assert to_rows(analytics.depth_by_state()) == [
+            {"queue": "waiting", "delayed": 0, "visible": 0, "in_flight": 0, "total": 0}
+        ]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
+import json
 import logging
 import os
 import sys
@@ -14,8 +16,24 @@ import click
 import durableq
 
 from .base import CommandFailed, open_queue
+from .output import json_option
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(processName)s %(message)s"
+
+
+class JsonLines(logging.Formatter):
+    """One JSON object per log record, with the job's outcome fields when the record has them."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "time": self.formatTime(record),
+            "level": record.levelname,
+            "process": record.processName,
+            "message": record.getMessage(),
+        }
+        if hasattr(record, "job"):
+            line["job"] = record.job
+        return json.dumps(line)
 
 
 def load_handler(spec: str) -> Callable[[durableq.Message], Any]:
@@ -45,6 +63,7 @@ def load_handler(spec: str) -> Callable[[durableq.Message], Any]:
 @click.option("--grace-period", type=float, default=30, show_default=True, help="Seconds running handlers get at stop.")
 @click.option("--idle-timeout", type=float, help="Stop after this many seconds without messages (default: never).")
 @click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]), default="INFO", show_default=True)
+@json_option
 def worker(
     queue: str,
     handler: str,
@@ -56,6 +75,7 @@ def worker(
     grace_period: float,
     idle_timeout: float | None,
     log_level: str,
+    as_json: bool,
 ) -> None:
     """Run HANDLER (module:function) on the messages of QUEUE until Ctrl-C or SIGTERM.
 
@@ -63,25 +83,40 @@ def worker(
     retried after a back-off, and goes to the dead-letter queue after the
     queue's maximum receives. Long jobs are kept invisible by a heartbeat.
     Stopping lets running handlers finish within the grace period and makes
-    unfinished messages visible again at once. Each job's outcome is one log line.
+    unfinished messages visible again at once. Each job's outcome is one log
+    line on stderr (with --json, one JSON object with the job's fields).
 
     \b
       durableq worker thumbnails myapp.jobs:make_thumbnail --concurrency 4
       durableq worker thumbnails myapp.jobs:make_thumbnail --processes --concurrency 2
     """
     function = load_handler(handler)
-    logging.basicConfig(level=log_level, format=LOG_FORMAT, stream=sys.stderr)
-    durableq.Worker(
-        open_queue(queue),
-        function,
-        concurrency=concurrency,
-        processes=processes,
-        visibility_timeout=visibility_timeout,
-        heartbeat_interval=heartbeat,
-        wait_time=wait,
-        grace_period=grace_period,
-        idle_timeout=idle_timeout,
-    ).run()
+    output = configure_logging(log_level, as_json)
+    try:
+        durableq.Worker(
+            open_queue(queue),
+            function,
+            concurrency=concurrency,
+            processes=processes,
+            visibility_timeout=visibility_timeout,
+            heartbeat_interval=heartbeat,
+            wait_time=wait,
+            grace_period=grace_period,
+            idle_timeout=idle_timeout,
+            process_initializer=functools.partial(configure_logging, log_level, as_json),
+        ).run()
+    finally:
+        logging.getLogger().removeHandler(output)
+
+
+def configure_logging(level: str, as_json: bool) -> logging.Handler:
+    """Log to stderr, one line per record (this process, or a worker process it starts)."""
+    output = logging.StreamHandler(sys.stderr)
+    output.setFormatter(JsonLines() if as_json else logging.Formatter(LOG_FORMAT))
+    root = logging.getLogger()
+    root.addHandler(output)
+    root.setLevel(level)
+    return output
 
 
 COMMANDS = [worker]

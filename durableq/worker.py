@@ -62,6 +62,8 @@ class Worker:
     the timeout).  ``backoff(receive_count)`` gives the seconds before a failed
     message is retried.  With ``idle_timeout``, ``run`` also returns once no
     message came and none ran for that many seconds (batch jobs, demos).
+    ``process_initializer`` runs first in each worker process (for example to
+    configure logging there; it must be picklable, like the handler).
     """
 
     def __init__(
@@ -78,6 +80,7 @@ class Worker:
         processes: bool = False,
         grace_period: float = DEFAULT_GRACE_PERIOD,
         idle_timeout: float | None = None,
+        process_initializer: Callable[[], object] | None = None,
     ) -> None:
         if not callable(handler):
             raise InvalidParameterValue("handler must be a callable taking a durableq.Message")
@@ -103,6 +106,7 @@ class Worker:
         if idle_timeout is not None:
             validation.number("idle_timeout", idle_timeout, 0, MAX_GRACE_PERIOD)
         self.idle_timeout = idle_timeout
+        self.process_initializer = process_initializer
         self._stop = threading.Event()
         self._jobs: dict[str, _Job] = {}
         self._lock = threading.Condition()
@@ -187,15 +191,23 @@ class Worker:
             self._lock.notify_all()
         took = time.monotonic() - started
         if job is None or job.released:
-            log.warning("job %s finished after the worker released it; left for another consumer", message.message_id)
+            log.warning(
+                "job %s finished after the worker released it; left for another consumer",
+                message.message_id,
+                extra=_outcome(message, "released", took),
+            )
             return
         if job.lost:
-            log.warning("job %s finished, but another consumer holds the message now: not deleted", message.message_id)
+            log.warning(
+                "job %s finished, but another consumer holds the message now: not deleted",
+                message.message_id,
+                extra=_outcome(message, "lost", took),
+            )
             return
         try:
             if failure is None:
                 self.queue.delete(message.receipt_handle)
-                log.info("job %s done in %.3f s", message.message_id, took)
+                log.info("job %s done in %.3f s", message.message_id, took, extra=_outcome(message, "done", took))
             else:
                 delay = self.backoff(message.receive_count)
                 self.queue.change_visibility(message.receipt_handle, delay)
@@ -207,6 +219,7 @@ class Worker:
                     type(failure).__name__,
                     failure,
                     delay,
+                    extra=_outcome(message, "failed", took, error=f"{type(failure).__name__}: {failure}", retry_in=delay),
                 )
         except DurableQError as exc:
             log.error("job %s: could not settle the message: %s", message.message_id, exc)
@@ -266,7 +279,7 @@ class Worker:
         children = [
             context.Process(
                 target=_child,
-                args=(path, durability, self.queue.name, self.handler, options),
+                args=(path, durability, self.queue.name, self.handler, options, self.process_initializer),
                 name=f"durableq-worker-{i}",
             )
             for i in range(self.concurrency)
@@ -284,9 +297,31 @@ class Worker:
                 child.join()
 
 
-def _child(path: str, durability: str, queue: str, handler: Handler, options: dict[str, Any]) -> None:
+def _outcome(message: Message, outcome: str, seconds: float, **more: Any) -> dict[str, Any]:
+    """Fields of a job's log line, for log handlers that keep structure (``durableq worker --json``)."""
+    return {
+        "job": {
+            "message_id": message.message_id,
+            "outcome": outcome,
+            "seconds": round(seconds, 6),
+            "receive_count": message.receive_count,
+            **more,
+        }
+    }
+
+
+def _child(
+    path: str,
+    durability: str,
+    queue: str,
+    handler: Handler,
+    options: dict[str, Any],
+    initializer: Callable[[], object] | None,
+) -> None:
     from .broker import open as open_broker
 
+    if initializer is not None:
+        initializer()
     with open_broker(path, durability=durability) as broker:
         Worker(broker.get_queue(queue), handler, concurrency=1, **options).run()
 

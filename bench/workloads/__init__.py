@@ -1,0 +1,20 @@
+"""The workloads of issue 8, by number (``python -m bench --workloads 1,2,5``)."""
+
+from __future__ import annotations
+
+from ..model import Workload
+from . import concurrent, cycle, fifo, latency, longpoll, memory, phases
+
+WORKLOADS: dict[int, Workload] = {
+    w.number: w
+    for w in (
+        Workload(1, cycle.single),
+        Workload(2, cycle.batched),
+        Workload(3, phases.run),
+        Workload(4, concurrent.run),
+        Workload(5, latency.run),
+        Workload(6, longpoll.run),
+        Workload(7, memory.run),
+        Workload(8, fifo.run),
+    )
+}

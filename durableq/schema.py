@@ -1,8 +1,9 @@
 """The database schema, declared with SQLAlchemy Core.
 
 The alembic revisions in ``migrations/`` create exactly these tables (a test
-compares them).  Times are epoch milliseconds in ``BIGINT`` columns so that
-readers such as the SQLite JDBC driver see 64-bit values.  Statements live
+compares them).  Times are epoch milliseconds in ``BIGINT`` columns: 64-bit
+values that outlive 2038 (the SQLite JDBC driver reads them as decimals and
+``INTEGER`` columns as 32-bit ints, so the Spark reader states each column's type).  Statements live
 next to the concept they implement (``send.py``, ``receive.py`` ...); this
 module only says what is stored.
 """

@@ -40,6 +40,7 @@ def run_report(
     master: str | None = None,
     jar: str | os.PathLike[str] | None = None,
     plot: str | os.PathLike[str] | None = None,
+    out_dir: str | os.PathLike[str] | None = None,
     clock: Callable[[], float] | None = None,
     spark: SparkSession | None = None,
     partitions: int | None = None,
@@ -50,6 +51,7 @@ def run_report(
     with the reports in :data:`REPORT_NAMES` order.  ``queue`` limits every
     report to one queue (QueueDoesNotExist if the snapshot has none of that
     name).  ``plot``: also write a PNG of depth and throughput over time there.
+    ``out_dir``: also write each report as Parquet, in a folder named after it.
     """
     check_name(report, also=(ALL,))  # before any copying or Spark
     names = REPORT_NAMES if report == ALL else (report,)
@@ -59,7 +61,10 @@ def run_report(
         about = {"source": str(analytics.source), "taken_at": analytics.taken_at}
         result: dict[str, Rows] = {"snapshot": [about]}
         for name in names:
-            result[name] = to_rows(analytics.report(name, queue))
+            frame = analytics.report(name, queue)
+            if out_dir is not None:
+                frame.write.mode("overwrite").parquet(f"{str(out_dir).rstrip('/')}/{name}")
+            result[name] = to_rows(frame)
         if plot is not None:
             activity = result.get("throughput")
             if activity is None:

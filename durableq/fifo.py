@@ -115,15 +115,15 @@ def _block_groups(conn: sqlite3.Connection, queue_id: int, group_ids: Iterable[s
 
 
 def choose(
-    conn: sqlite3.Connection, queue: QueueConfig, limit: int, now: int, redrive: bool
+    conn: sqlite3.Connection, queue: QueueConfig, limit: int, now: int, expired_before: int, redrive: bool
 ) -> tuple[list[tuple[int, str]], list[tuple[int, str]], set[str]]:
     """Pick up to ``limit`` messages, group by group, each group from its head in order.
 
-    Returns the (row id, group) pairs to receive, those to move to the
+    Rows enqueued at or before ``expired_before`` are skipped.  Returns the
+    (row id, group) pairs to receive, those to move to the
     dead-letter queue instead (when ``redrive``), and groups whose row must be
     refreshed although nothing of them is received.
     """
-    expired_before = now - queue.retention_period * 1000
     max_receives = queue.max_receive_count or 0
     chosen: list[tuple[int, str]] = []
     to_dead_letter: list[tuple[int, str]] = []

@@ -7,6 +7,7 @@ import sqlite3
 from . import attributes, limits, validation
 from .messages import format_sequence
 from .queues import QueueConfig
+from .retention import expired_before
 from .stats import STATE_SQL
 from .types import PeekedMessage
 
@@ -29,7 +30,7 @@ def peek(conn: sqlite3.Connection, queue: QueueConfig, state: str | None, limit:
     validation.integer("limit", limit, 1, limits.MAX_PEEK, "messages")
     rows = conn.execute(
         _PEEK,
-        {"queue_id": queue.id, "expired_before": now - queue.retention_period * 1000, "state": state, "limit": limit, "now": now},
+        {"queue_id": queue.id, "expired_before": expired_before(queue.retention_period, now), "state": state, "limit": limit, "now": now},
     )
     return [
         PeekedMessage(

@@ -13,7 +13,7 @@ from .database import Database
 from .errors import OverLimit
 from .messages import COLUMNS, claim_set, to_message
 from .queues import Catalog, QueueConfig
-from .retention import Sweeper
+from .retention import Sweeper, expired_before, unexpired_sql
 from .stats import InFlightGauge
 from .types import Message
 
@@ -24,7 +24,7 @@ _LIVE = "(SELECT {} FROM queues WHERE name = :queue)"
 _MAX_RECEIVES = """coalesce((SELECT q.max_receive_count FROM queues q
   JOIN queues d ON d.name = q.dead_letter_queue AND d.fifo = q.fifo WHERE q.name = :queue), 2147483647)"""
 _HEAD_WHERE = f"""queue_id = {_LIVE.format("id")} AND visible_at <= :now
-  AND enqueued_at > :now - {_LIVE.format("retention_period")} * 1000"""
+  AND {unexpired_sql(_LIVE.format("retention_period"))}"""
 # The head of ix_messages_visible: visible, unexpired rows, earliest visible first.
 _HEAD = f"SELECT id, receive_count FROM messages WHERE {_HEAD_WHERE} ORDER BY visible_at LIMIT :limit"
 _CLAIM_HEAD = f"""
@@ -200,7 +200,8 @@ def _claim_fifo(
         replayed = fifo.replay_attempt(conn, queue, attempt_id, visible_at, now)
         if replayed is not None:
             return replayed
-    chosen, to_dead_letter, stale = fifo.choose(conn, queue, limit, now, target is not None)
+    cutoff = expired_before(queue.retention_period, now)
+    chosen, to_dead_letter, stale = fifo.choose(conn, queue, limit, now, cutoff, target is not None)
     if to_dead_letter and target is not None:
         redrive.move(conn, queue, target, to_dead_letter, now, counters)  # type: ignore[arg-type]
     received = fifo.claim(conn, queue, chosen, visible_at, now)

@@ -1,4 +1,7 @@
-"""Retention: messages older than their queue's retention period are removed."""
+"""Retention: a message whose enqueue time plus its queue's retention period has
+passed is never returned again and is removed.  The rule is written here once,
+for Python (:func:`expired_before`) and for SQL that reads the period itself
+(:func:`unexpired_sql`); everything else uses one of the two."""
 
 from __future__ import annotations
 
@@ -13,6 +16,16 @@ from .queues import QueueConfig
 _SWEEP_BATCH = 5_000
 _INTERVAL_MS = int(limits.RETENTION_SWEEP_INTERVAL * 1000)
 
+def expired_before(retention_period: int, now: int) -> int:
+    """Messages enqueued at or before this moment (epoch ms) have expired."""
+    return now - retention_period * 1000
+
+
+def unexpired_sql(retention_period: str, now: str = ":now", enqueued_at: str = "enqueued_at") -> str:
+    """SQL true for a message row that has not expired; the arguments are SQL expressions."""
+    return f"{enqueued_at} > {now} - {retention_period} * 1000"
+
+
 _DELETE_EXPIRED = """
 DELETE FROM messages WHERE id IN (
   SELECT id FROM messages WHERE queue_id = ? AND enqueued_at <= ? ORDER BY enqueued_at LIMIT ?)
@@ -22,8 +35,8 @@ RETURNING group_id
 
 def sweep(conn: sqlite3.Connection, queue: QueueConfig, now: int, counters: Counters) -> int:
     """Remove (a batch of) the queue's expired messages; returns how many went."""
-    expired_before = now - queue.retention_period * 1000
-    groups = [g for (g,) in conn.execute(_DELETE_EXPIRED, (queue.id, expired_before, _SWEEP_BATCH))]
+    cutoff = expired_before(queue.retention_period, now)
+    groups = [g for (g,) in conn.execute(_DELETE_EXPIRED, (queue.id, cutoff, _SWEEP_BATCH))]
     if queue.fifo:
         fifo.refresh_groups(conn, queue.id, (g for g in groups if g is not None))
         fifo.forget_expired(conn, queue.id, now)

@@ -7,6 +7,7 @@ import time
 
 from .counters import MINUTE_MS
 from .queues import QueueConfig
+from .retention import expired_before
 from .types import MinuteMetrics, QueueStats, datetime_from_ms
 
 #: A message's state at time ``:now``, as SQL over a ``messages`` row; stats and the
@@ -37,9 +38,9 @@ FROM queue_metrics WHERE queue_id = ? AND minute >= ? ORDER BY minute
 
 
 def queue_stats(conn: sqlite3.Connection, queue: QueueConfig, now: int) -> QueueStats:
-    expired_before = now - queue.retention_period * 1000
-    depth = dict(conn.execute(_DEPTH, {"now": now, "queue_id": queue.id, "expired_before": expired_before}))
-    (oldest,) = conn.execute(_OLDEST, (queue.id, expired_before)).fetchone()
+    cutoff = expired_before(queue.retention_period, now)
+    depth = dict(conn.execute(_DEPTH, {"now": now, "queue_id": queue.id, "expired_before": cutoff}))
+    (oldest,) = conn.execute(_OLDEST, (queue.id, cutoff)).fetchone()
     return QueueStats(
         approximate_number_of_messages=depth.get("visible", 0),
         approximate_number_of_messages_not_visible=depth.get("in_flight", 0),

@@ -14,6 +14,7 @@ import re
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ..retention import unexpired_sql
 from ..stats import STATE_SQL
 from .driver import DRIVER_CLASS, jdbc_url
 from .errors import JdbcDriverNotFound
@@ -24,8 +25,8 @@ STATES = ("delayed", "visible", "in_flight")
 
 # The library's one classification, with the snapshot time for its :now parameter.
 _NOW = re.compile(r":now\b")
-# Unexpired: the rule Queue.stats() counts by (enqueued_at + retention_period * 1000 > now).
-_UNEXPIRED = "m.enqueued_at > {now} - q.retention_period * 1000"
+# Unexpired: the retention rule Queue.stats() counts by, with the snapshot time for now.
+_UNEXPIRED = unexpired_sql("q.retention_period", now="{now}", enqueued_at="m.enqueued_at")
 
 _MESSAGES_SQL = """(SELECT m.id AS row_id, q.name AS queue, m.message_id, m.state, m.enqueued_at,
   m.visible_at, m.first_received_at, m.receive_count, m.body_bytes, m.group_id,

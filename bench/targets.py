@@ -43,6 +43,14 @@ class _Results:
         ref = result.find(case, reference, metric) if result else None
         return ratio(m, ref) if m and ref else None
 
+    def ratio_across(self, key: str, shallow: str, deep: str, system: str, metric: str) -> float | None:
+        """How many times ``deep``'s value is ``shallow``'s (of a lower-is-better metric)."""
+        result = self._by_key.get(key)
+        a = result.find(shallow, system, metric) if result else None
+        b = result.find(deep, system, metric) if result else None
+        # ratio() gives speed: shallow's speed relative to deep = deep's value / shallow's.
+        return ratio(a, b) if a and b else None
+
     def cases(self, key: str) -> list[str]:
         result = self._by_key.get(key)
         return result.cases() if result else []
@@ -69,17 +77,20 @@ def _ahead_of_peers(results: _Results) -> Target:
 
 
 def _growth(results: _Results, key: str, metric: str, unit: str, limit: float, name: str) -> Target:
-    """The durableq value at the deepest backlog (last case) over the shallowest (first case)."""
+    """The durableq value at the deepest backlog (last case) over the shallowest (first case),
+    for a metric where lower is better (latency, memory)."""
     goal = f"{metric} at the deepest backlog ≤ {limit:g}× the shallowest's"
     cases = results.cases(key)
     if len(cases) < 2:
         return Target(name, goal, "—", None)
     shallow = results.value(key, cases[0], "durableq", metric)
     deep = results.value(key, cases[-1], "durableq", metric)
-    if not shallow or deep is None:
+    # The depths ran side by side in every round: the median of the per-round ratios.
+    growth = results.ratio_across(key, cases[0], cases[-1], "durableq", metric)
+    if shallow is None or deep is None or growth is None:
         return Target(name, goal, "—", None)
-    measured = f"{deep:.1f} {unit} ({cases[-1]}) vs {shallow:.1f} {unit} ({cases[0]}): {deep / shallow:.2f}×"
-    return Target(name, goal, measured, deep / shallow <= limit)
+    measured = f"{deep:.1f} {unit} ({cases[-1]}) vs {shallow:.1f} {unit} ({cases[0]}): {growth:.2f}×"
+    return Target(name, goal, measured, growth <= limit)
 
 
 def _below(results: _Results, key: str, metric: str, limit: float, unit: str, name: str) -> Target:

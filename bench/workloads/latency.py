@@ -33,34 +33,38 @@ def _receive_latencies(adapter: Adapter, count: int, refill: DurableQ) -> dict[s
     return {P50.name: percentile(latencies, 50) * 1e6, P99.name: percentile(latencies, 99) * 1e6}
 
 
-def _at_depth(cfg: Config, size: int, count: int) -> list[Measurement]:
-    path = backlog(cfg, size)
-    # Both systems work on the same file, in turns: the same backlog, the same pages on disk.
-    dq = DurableQ(path, DURABILITY)
-    adapters: dict[str, Adapter] = {"floor": Floor(path, DURABILITY), "durableq": dq}
+def run(cfg: Config) -> WorkloadResult:
+    count = cfg.pick(1000, 100)
+    paths = {label(size): backlog(cfg, size) for size in sizes(cfg)}
+    # Per depth, both systems work on the same file: the same backlog, the same pages on disk.
+    refills = {depth: DurableQ(path, DURABILITY) for depth, path in paths.items()}
+    adapters: dict[tuple[str, str], Adapter] = {}
+    for depth, path in paths.items():
+        adapters[depth, "floor"] = Floor(path, DURABILITY)
+        adapters[depth, "durableq"] = refills[depth]
     try:
-        for adapter in adapters.values():
-            _receive_latencies(adapter, WARMUP, dq)
+        for (depth, _), adapter in adapters.items():
+            _receive_latencies(adapter, WARMUP, refills[depth])
+        # Every round visits every depth: run one depth after another and a change in the
+        # machine's load between them would pass for an effect of the depth.
         results = alternate(
-            SYSTEMS,
+            list(adapters),
             cfg.rounds,
-            lambda name: _receive_latencies(adapters[name], count, dq),
-            f"W5 backlog {label(size)}",
+            lambda key: _receive_latencies(adapters[key], count, refills[key[0]]),
+            "W5",
         )
     finally:
         for adapter in adapters.values():
             adapter.close()
-    return collect(f"backlog {label(size)}", SYSTEMS, (P50, P99), results, {})
-
-
-def run(cfg: Config) -> WorkloadResult:
-    count = cfg.pick(1000, 100)
-    measurements = [m for size in sizes(cfg) for m in _at_depth(cfg, size, count)]
+    measurements: list[Measurement] = []
+    for depth in paths:
+        by_system = {system: results[depth, system] for system in SYSTEMS}
+        measurements += collect(f"backlog {depth}", SYSTEMS, (P50, P99), by_system, {})
     return WorkloadResult(
         "W5",
         "receive latency against a deep backlog",
-        f"One process, durability={DURABILITY}; the backlog is built with send_batch.  Each round times "
-        f"{count} receives one by one (deleting each, untimed) and then refills the backlog; the value is "
-        "the median over rounds of each round's percentile.",
+        f"One process, durability={DURABILITY}; the backlogs are built with send_batch.  Each round visits "
+        f"every backlog and system in turn and times {count} receives one by one (deleting each, untimed), "
+        "then refills the backlog; the value is the median over rounds of each round's percentile.",
         measurements,
     )

@@ -1,0 +1,119 @@
+"""Message actions: send, receive, delete and change visibility, one at a time and in batches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from durableq import BatchResult, SendEntry
+
+from ..errors import legacy_code
+from ..messages import ReceiveView, attributes_in, send_digests, trace_header_in
+from ..params import Params
+from .call import Call
+
+
+def _message(params: Params) -> tuple[dict[str, Any], dict[str, str]]:
+    """The library's keywords for a SendMessage (or batch entry), and the digests its result reports."""
+    attributes = attributes_in(params.mapping("MessageAttributes"))
+    trace_header = trace_header_in(params.mapping("MessageSystemAttributes"))
+    keywords = {
+        "body": params.raw("MessageBody"),
+        "delay_seconds": params.integer("DelaySeconds"),
+        "attributes": attributes,
+        "group_id": params.raw("MessageGroupId"),
+        "deduplication_id": params.raw("MessageDeduplicationId"),
+        "trace_header": trace_header,
+    }
+    return keywords, send_digests(attributes, trace_header)
+
+
+def send_message(call: Call) -> dict[str, Any]:
+    queue = call.queue()
+    call.params.required("MessageBody")
+    keywords, digests = _message(call.params)
+    sent = queue.send(**keywords)
+    return _sent({"MessageId": sent.message_id, "MD5OfMessageBody": sent.md5_of_body, **digests}, sent.sequence_number)
+
+
+def send_message_batch(call: Call) -> dict[str, Any]:
+    queue = call.queue()
+    entries, digests = [], {}
+    for params in call.params.entries("Entries"):
+        keywords, digests[params.raw("Id")] = _message(params)
+        entries.append(SendEntry(params.raw("Id"), **keywords))
+    outcome = queue.send_batch(entries)
+    successful = [
+        _sent({"Id": s.id, "MessageId": s.message_id, "MD5OfMessageBody": s.md5_of_body, **digests[s.id]},
+              s.sequence_number)
+        for s in outcome.successful
+    ]
+    return {"Successful": successful, "Failed": _failed(outcome)}
+
+
+def _sent(result: dict[str, Any], sequence_number: str | None) -> dict[str, Any]:
+    if sequence_number is not None:  # FIFO queues only
+        result["SequenceNumber"] = sequence_number
+    return result
+
+
+def receive_message(call: Call) -> dict[str, Any]:
+    queue = call.queue()
+    params = call.params
+    view = ReceiveView(params, call.endpoint)
+    max_messages = params.integer("MaxNumberOfMessages")
+    received = queue.receive(
+        1 if max_messages is None else max_messages,
+        visibility_timeout=params.integer("VisibilityTimeout"),
+        wait_time=params.integer("WaitTimeSeconds"),
+        # SQS reads the attempt id on FIFO queues only; a standard queue ignores it.
+        attempt_id=params.text("ReceiveRequestAttemptId") if queue.fifo else None,
+    )
+    return {"Messages": [view.message(m) for m in received]} if received else {}
+
+
+def delete_message(call: Call) -> dict[str, Any]:
+    call.queue().delete(call.params.required("ReceiptHandle"))
+    return {}
+
+
+def delete_message_batch(call: Call) -> dict[str, Any]:
+    queue = call.queue()
+    entries = [(e.raw("Id"), e.raw("ReceiptHandle")) for e in call.params.entries("Entries")]
+    return _batch(queue.delete_batch(entries))
+
+
+def change_message_visibility(call: Call) -> dict[str, Any]:
+    params = call.params
+    timeout = params.integer("VisibilityTimeout", required=True)
+    call.queue().change_visibility(params.required("ReceiptHandle"), timeout)  # type: ignore[arg-type]
+    return {}
+
+
+def change_message_visibility_batch(call: Call) -> dict[str, Any]:
+    queue = call.queue()
+    entries = [
+        (e.raw("Id"), e.raw("ReceiptHandle"), e.integer("VisibilityTimeout")) for e in call.params.entries("Entries")
+    ]
+    return _batch(queue.change_visibility_batch(entries))
+
+
+def _batch(outcome: BatchResult) -> dict[str, Any]:
+    return {"Successful": [{"Id": entry.id} for entry in outcome.successful], "Failed": _failed(outcome)}
+
+
+def _failed(outcome: BatchResult) -> list[dict[str, Any]]:
+    return [
+        {"Id": f.id, "SenderFault": f.sender_fault, "Code": legacy_code(f.code), "Message": f.message}
+        for f in outcome.failed
+    ]
+
+
+ACTIONS = {
+    "SendMessage": send_message,
+    "SendMessageBatch": send_message_batch,
+    "ReceiveMessage": receive_message,
+    "DeleteMessage": delete_message,
+    "DeleteMessageBatch": delete_message_batch,
+    "ChangeMessageVisibility": change_message_visibility,
+    "ChangeMessageVisibilityBatch": change_message_visibility_batch,
+}

@@ -1,0 +1,78 @@
+"""SQS errors on the wire: the shape name, the legacy query code and the HTTP status of each.
+
+SQS moved from the query protocol to AWS JSON 1.0 but stayed *query compatible*:
+a JSON error names its shape in ``__type`` and repeats the old query code in
+the ``x-amzn-query-error`` header.  botocore raises the modeled exception of
+the shape (``client.exceptions.QueueDoesNotExist``) and puts the legacy code in
+``Error.Code`` (``AWS.SimpleQueueService.NonExistentQueue``), as with real SQS.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from durableq import errors
+
+log = logging.getLogger(__name__)
+
+# Shape -> (legacy query code, HTTP status), as the SQS API model declared them
+# (botocore's SQS model no longer carries the codes; SDKs still match on them).
+_MODELED: dict[str, tuple[str, int]] = {
+    "BatchEntryIdsNotDistinct": ("AWS.SimpleQueueService.BatchEntryIdsNotDistinct", 400),
+    "BatchRequestTooLong": ("AWS.SimpleQueueService.BatchRequestTooLong", 400),
+    "EmptyBatchRequest": ("AWS.SimpleQueueService.EmptyBatchRequest", 400),
+    "InvalidBatchEntryId": ("AWS.SimpleQueueService.InvalidBatchEntryId", 400),
+    "MessageNotInflight": ("AWS.SimpleQueueService.MessageNotInflight", 400),
+    "OverLimit": ("OverLimit", 403),
+    "QueueDoesNotExist": ("AWS.SimpleQueueService.NonExistentQueue", 400),
+    "QueueNameExists": ("QueueAlreadyExists", 400),
+    "ReceiptHandleIsInvalid": ("ReceiptHandleIsInvalid", 404),
+    "ResourceNotFoundException": ("ResourceNotFoundException", 404),
+    "TooManyEntriesInBatchRequest": ("AWS.SimpleQueueService.TooManyEntriesInBatchRequest", 400),
+    "UnsupportedOperation": ("AWS.SimpleQueueService.UnsupportedOperation", 400),
+}
+
+
+class WireError(Exception):
+    """An error as a client sees it: ``shape`` (JSON ``__type``), ``code`` (query code), HTTP ``status``."""
+
+    def __init__(self, shape: str, message: str, *, code: str | None = None, status: int = 400,
+                 sender: bool = True) -> None:
+        super().__init__(message)
+        self.shape = shape
+        self.code = code or shape
+        self.status = status
+        self.message = message
+        self.sender = sender
+
+    @property
+    def fault(self) -> str:
+        return "Sender" if self.sender else "Receiver"
+
+
+def legacy_code(shape: str) -> str:
+    """The query code SQS reports for an error shape (also a failed batch entry's ``Code``)."""
+    return _MODELED.get(shape, (shape, 400))[0]
+
+
+def from_library(exc: errors.DurableQError) -> WireError:
+    """The SQS error for a durableq error; database trouble is the server's fault, not the client's."""
+    if isinstance(exc, errors.DatabaseLocked):
+        # 503 makes SDKs retry with back-off, which is what a busy file wants.
+        return WireError("ServiceUnavailable", exc.message, status=503, sender=False)
+    if isinstance(exc, errors.DatabaseError):
+        log.error("database error: %s", exc.message)
+        return WireError("InternalFailure", exc.message, status=500, sender=False)
+    code, status = _MODELED.get(exc.code, (exc.code, 400))
+    return WireError(exc.code, exc.message, code=code, status=status)
+
+
+def internal(exc: BaseException) -> WireError:
+    """A bug: logged with its traceback, reported without it."""
+    log.exception("unexpected error while serving a request")
+    return WireError("InternalFailure", f"unexpected {type(exc).__name__} (see the server log)", status=500,
+                     sender=False)
+
+
+def unknown_action(action: str) -> WireError:
+    return WireError("InvalidAction", f"the action {action!r} is not valid for this endpoint")

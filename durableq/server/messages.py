@@ -1,0 +1,148 @@
+"""Messages on the wire: typed attributes, system attributes, filters and the MD5 digests.
+
+Attribute values travel as ``{"DataType": ..., "StringValue" | "BinaryValue": ...}``
+with Binary values in base64 in both protocols.  The digests are the
+library's (``durableq.attributes.md5_of_attributes``); what a receive returns
+and which digest covers it is decided here, per request.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from typing import Any
+
+from durableq import Attribute, Message
+from durableq.attributes import md5_of_attributes
+from durableq.errors import InvalidAttributeName, InvalidParameterValue
+
+from .params import Params
+from .urls import Endpoint
+
+#: The one message system attribute SQS lets a sender set.
+TRACE_HEADER = "AWSTraceHeader"
+SYSTEM_ATTRIBUTES = (
+    "SenderId",
+    "SentTimestamp",
+    "ApproximateReceiveCount",
+    "ApproximateFirstReceiveTimestamp",
+    "SequenceNumber",
+    "MessageDeduplicationId",
+    "MessageGroupId",
+    TRACE_HEADER,
+    "DeadLetterQueueSourceArn",
+)
+_ALL = ("All", ".*")
+
+
+def attributes_in(values: Mapping[str, Any]) -> dict[str, Attribute]:
+    """durableq attributes for the wire form; the library checks names, types and values."""
+    result = {}
+    for name, value in values.items():
+        if not isinstance(value, Mapping):
+            raise InvalidParameterValue(f"message attribute {name!r} must be a structure with DataType and a value")
+        data_type = value.get("DataType") or ""
+        if not isinstance(data_type, str):
+            raise InvalidParameterValue(f"message attribute {name!r} has DataType {data_type!r}; it must be text")
+        if data_type.startswith("Binary"):
+            result[name] = Attribute(data_type, _base64(name, value.get("BinaryValue")))
+        else:
+            result[name] = Attribute(data_type, value.get("StringValue") or "")
+    return result
+
+
+def trace_header_in(values: Mapping[str, Any]) -> str | None:
+    """The AWSTraceHeader of ``MessageSystemAttributes`` (the only one SQS accepts)."""
+    for name in values:
+        if name != TRACE_HEADER:
+            raise InvalidParameterValue(f"message system attribute {name!r} cannot be set; only {TRACE_HEADER} can")
+    if TRACE_HEADER not in values:
+        return None
+    value = values[TRACE_HEADER]
+    if not isinstance(value, Mapping) or value.get("DataType") != "String":
+        raise InvalidParameterValue(f"{TRACE_HEADER} must have DataType String and a StringValue")
+    return value.get("StringValue")  # type: ignore[no-any-return]
+
+
+def send_digests(attributes: Mapping[str, Attribute], trace_header: str | None) -> dict[str, str]:
+    """The optional digests of a send result: of the message attributes and of the system attributes."""
+    digests = {}
+    if attributes:
+        digests["MD5OfMessageAttributes"] = md5_of_attributes(attributes)
+    if trace_header is not None:
+        digests["MD5OfMessageSystemAttributes"] = md5_of_attributes(
+            {TRACE_HEADER: Attribute("String", trace_header)}
+        )
+    return digests  # type: ignore[return-value]
+
+
+class ReceiveView:
+    """Which system and message attributes one ReceiveMessage asked for, and the message as it sees it."""
+
+    def __init__(self, params: Params, endpoint: Endpoint) -> None:
+        names = {*params.texts("AttributeNames"), *params.texts("MessageSystemAttributeNames")}
+        unknown = names - {*SYSTEM_ATTRIBUTES, "All"}
+        if unknown:
+            raise InvalidAttributeName(
+                f"unknown message system attribute {sorted(unknown)[0]}; known are All, {', '.join(SYSTEM_ATTRIBUTES)}"
+            )
+        self._system = SYSTEM_ATTRIBUTES if "All" in names else tuple(n for n in SYSTEM_ATTRIBUTES if n in names)
+        patterns = params.texts("MessageAttributeNames")
+        self._all = any(p in _ALL for p in patterns)
+        self._names = {p for p in patterns if not p.endswith(".*")}
+        self._prefixes = tuple(p[:-1] for p in patterns if p.endswith(".*") and p not in _ALL)
+        self._endpoint = endpoint
+
+    def _wants(self, name: str) -> bool:
+        return self._all or name in self._names or name.startswith(self._prefixes)
+
+    def message(self, message: Message) -> dict[str, Any]:
+        """The wire form of a received message."""
+        wire: dict[str, Any] = {
+            "MessageId": message.message_id,
+            "ReceiptHandle": message.receipt_handle,
+            "MD5OfBody": message.md5_of_body,
+            "Body": message.body,
+        }
+        system = self._system_attributes(message)
+        if system:
+            wire["Attributes"] = system
+        chosen = {name: a for name, a in message.attributes.items() if self._wants(name)}
+        if chosen:
+            wire["MD5OfMessageAttributes"] = md5_of_attributes(chosen)
+            wire["MessageAttributes"] = {name: attribute_out(a) for name, a in chosen.items()}
+        return wire
+
+    def _system_attributes(self, message: Message) -> dict[str, str]:
+        source = message.dead_letter_source
+        values = {
+            "SenderId": self._endpoint.account_id,
+            "SentTimestamp": message.sent_timestamp,
+            "ApproximateReceiveCount": message.receive_count,
+            "ApproximateFirstReceiveTimestamp": message.first_receive_timestamp,
+            "SequenceNumber": message.sequence_number,
+            "MessageDeduplicationId": message.deduplication_id,
+            "MessageGroupId": message.group_id,
+            TRACE_HEADER: message.trace_header,
+            "DeadLetterQueueSourceArn": None if source is None else self._endpoint.arn(source),
+        }
+        return {name: str(values[name]) for name in self._system if values[name] is not None}
+
+
+def attribute_out(attribute: Attribute) -> dict[str, str]:
+    value = attribute.value
+    if isinstance(value, bytes):
+        return {"DataType": attribute.data_type, "BinaryValue": base64.b64encode(value).decode("ascii")}
+    return {"DataType": attribute.data_type, "StringValue": value}
+
+
+def _base64(name: str, value: object) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if not isinstance(value, str):
+        return b""  # the library says a Binary attribute needs a value
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise InvalidParameterValue(f"message attribute {name!r} has a BinaryValue that is not base64") from exc

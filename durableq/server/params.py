@@ -1,0 +1,94 @@
+"""The members of one request, in the AWS JSON shape; the query protocol is converted to it.
+
+Only wire shapes are checked here (is it there, is it a string, a whole
+number, a list); every SQS rule about the values is the library's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from durableq.errors import InvalidParameterValue, MissingParameter
+
+
+class Params:
+    """Typed access to request members; query-protocol values arrive as strings and are converted."""
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        if not isinstance(values, Mapping):
+            raise InvalidParameterValue("the request body must be a JSON object")
+        self._values = values
+
+    def __contains__(self, name: str) -> bool:
+        return self._values.get(name) is not None
+
+    def raw(self, name: str) -> Any:
+        return self._values.get(name)
+
+    def text(self, name: str, *, required: bool = False) -> str | None:
+        value = self._values.get(name)
+        if value is None:
+            if required:
+                raise MissingParameter(f"the request must contain the parameter {name}")
+            return None
+        if not isinstance(value, str):
+            raise InvalidParameterValue(f"parameter {name} must be a string; got {value!r}")
+        return value
+
+    def required(self, name: str) -> str:
+        value = self.text(name, required=True)
+        assert value is not None
+        return value
+
+    def integer(self, name: str, *, required: bool = False) -> int | None:
+        value = self._values.get(name)
+        if value is None:
+            if required:
+                raise MissingParameter(f"the request must contain the parameter {name}")
+            return None
+        return to_int(name, value)
+
+    def texts(self, name: str) -> list[str]:
+        values = self._list(name)
+        for value in values:
+            if not isinstance(value, str):
+                raise InvalidParameterValue(f"parameter {name} must be a list of strings; got {value!r}")
+        return values
+
+    def mapping(self, name: str) -> dict[str, Any]:
+        value = self._values.get(name)
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise InvalidParameterValue(f"parameter {name} must be a map; got {value!r}")
+        return dict(value)
+
+    def entries(self, name: str) -> list[Params]:
+        return [Params(entry) for entry in self._list(name)]
+
+    def _list(self, name: str) -> list[Any]:
+        value = self._values.get(name)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise InvalidParameterValue(f"parameter {name} must be a list; got {value!r}")
+        return value
+
+
+def to_int(name: str, value: object, error: type[Exception] = InvalidParameterValue) -> int:
+    """A whole number from JSON (an int) or the query protocol (decimal text)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        return int(value)
+    raise error(f"value {value!r} for parameter {name} is invalid: it must be a whole number")
+
+
+def to_bool(name: str, value: object, error: type[Exception] = InvalidParameterValue) -> bool:
+    """A boolean from JSON or from the text ``true``/``false`` (any case)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise error(f"value {value!r} for {name} is invalid: it must be true or false")

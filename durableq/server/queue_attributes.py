@@ -1,0 +1,165 @@
+"""Queue attributes: SQS attribute names and text values <-> durableq settings.
+
+SQS passes every queue attribute as a string; durableq takes typed keyword
+settings.  This module only converts (names, numbers, booleans, ARNs, the
+redrive JSON documents); the library checks every value and combination.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from durableq import QueueStats, RedriveAllowPolicy, RedrivePolicy
+from durableq.errors import InvalidAttributeName, InvalidAttributeValue
+
+from .params import to_bool, to_int
+from .urls import Endpoint
+
+# SQS name -> (durableq setting, kind); kind says how the text converts.
+SETTINGS: dict[str, tuple[str, str]] = {
+    "DelaySeconds": ("delay_seconds", "int"),
+    "MaximumMessageSize": ("maximum_message_size", "int"),
+    "MessageRetentionPeriod": ("retention_period", "int"),
+    "ReceiveMessageWaitTimeSeconds": ("receive_wait_time", "int"),
+    "VisibilityTimeout": ("visibility_timeout", "int"),
+    "RedrivePolicy": ("redrive_policy", "redrive"),
+    "RedriveAllowPolicy": ("redrive_allow_policy", "redrive_allow"),
+    "Policy": ("policy", "text"),
+    "KmsMasterKeyId": ("kms_master_key_id", "text"),
+    "KmsDataKeyReusePeriodSeconds": ("kms_data_key_reuse_period", "int"),
+    "SqsManagedSseEnabled": ("sqs_managed_sse_enabled", "bool"),
+    "FifoQueue": ("fifo", "bool"),
+    "ContentBasedDeduplication": ("content_based_deduplication", "bool"),
+    "DeduplicationScope": ("deduplication_scope", "text"),
+    "FifoThroughputLimit": ("fifo_throughput_limit", "text"),
+}
+COUNTERS = {
+    "ApproximateNumberOfMessages": "approximate_number_of_messages",
+    "ApproximateNumberOfMessagesNotVisible": "approximate_number_of_messages_not_visible",
+    "ApproximateNumberOfMessagesDelayed": "approximate_number_of_messages_delayed",
+}
+READ_ONLY = ("QueueArn", "CreatedTimestamp", "LastModifiedTimestamp", *COUNTERS)
+# `All` shows the data key reuse period only with a KMS key, as SQS does.
+_WITH_KMS_KEY = "KmsDataKeyReusePeriodSeconds"
+
+
+def to_settings(attributes: Mapping[str, object], endpoint: Endpoint) -> dict[str, Any]:
+    """durableq settings (``create_queue``/``set_attributes`` keywords) for SQS queue attributes."""
+    settings: dict[str, Any] = {}
+    for name, text in attributes.items():
+        if name in READ_ONLY:
+            raise InvalidAttributeName(f"attribute {name} is read-only")
+        if name not in SETTINGS:
+            raise InvalidAttributeName(f"unknown attribute {name}; known are {', '.join([*SETTINGS, *READ_ONLY])}")
+        key, kind = SETTINGS[name]
+        settings[key] = _PARSERS[kind](name, text, endpoint)
+    return settings
+
+
+def from_settings(
+    settings: Mapping[str, Any], names: list[str], endpoint: Endpoint, stats: Callable[[], QueueStats]
+) -> dict[str, str]:
+    """SQS attributes (all text) of a queue, for the names asked (``All`` for every one)."""
+    known = [*READ_ONLY, *SETTINGS]
+    for name in names:
+        if name != "All" and name not in known:
+            raise InvalidAttributeName(f"unknown attribute {name}; known are All, {', '.join(known)}")
+    everything = "All" in names
+    wanted = known if everything else names
+    values: dict[str, object] = {
+        "QueueArn": endpoint.arn(settings["name"]),
+        "CreatedTimestamp": int(settings["created_at"].timestamp()),
+        "LastModifiedTimestamp": int(settings["last_modified"].timestamp()),
+    }
+    if any(name in COUNTERS for name in wanted):  # counting reads an index: only when asked
+        counted = stats()
+        values.update({name: getattr(counted, field) for name, field in COUNTERS.items()})
+    for name, (key, kind) in SETTINGS.items():
+        if key in settings:
+            values[name] = _FORMATTERS[kind](settings[key], endpoint)
+    if not settings["fifo"]:
+        values.pop("FifoQueue")  # SQS shows it on FIFO queues only
+    if everything and values.get("KmsMasterKeyId") is None:
+        values.pop(_WITH_KMS_KEY, None)
+    return {name: str(values[name]) for name in wanted if values.get(name) is not None}
+
+
+# -- text -> setting ----------------------------------------------------------
+
+
+def _redrive(name: str, text: object, endpoint: Endpoint) -> RedrivePolicy | None:
+    document = _json_object(name, text)
+    if document is None:
+        return None
+    missing = {"deadLetterTargetArn", "maxReceiveCount"} - document.keys()
+    if missing:
+        raise InvalidAttributeValue(f"{name} needs deadLetterTargetArn and maxReceiveCount; missing {sorted(missing)}")
+    target = endpoint.name_from_arn(document["deadLetterTargetArn"], "deadLetterTargetArn", InvalidAttributeValue)
+    return RedrivePolicy(target, to_int("maxReceiveCount", document["maxReceiveCount"], InvalidAttributeValue))
+
+
+def _redrive_allow(name: str, text: object, endpoint: Endpoint) -> RedriveAllowPolicy | None:
+    document = _json_object(name, text)
+    if document is None:
+        return None
+    arns = document.get("sourceQueueArns") or []
+    if not isinstance(arns, list):
+        raise InvalidAttributeValue(f"{name} sourceQueueArns must be a list of queue ARNs")
+    sources = [endpoint.name_from_arn(arn, "sourceQueueArns", InvalidAttributeValue) for arn in arns]
+    return RedriveAllowPolicy(document.get("redrivePermission"), sources)  # type: ignore[arg-type]
+
+
+def _json_object(name: str, text: object) -> dict[str, Any] | None:
+    """A JSON policy document; empty text removes the policy."""
+    if text == "":
+        return None
+    try:
+        document = json.loads(text)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise InvalidAttributeValue(f"{name} must be a JSON object: {exc}") from exc
+    if not isinstance(document, dict):
+        raise InvalidAttributeValue(f"{name} must be a JSON object; got {text!r}")
+    return document
+
+
+def _text(name: str, text: object, endpoint: Endpoint) -> object:
+    return text  # the library checks the value
+
+
+_PARSERS: dict[str, Callable[[str, object, Endpoint], Any]] = {
+    "int": lambda name, text, _: to_int(name, text, InvalidAttributeValue),
+    "bool": lambda name, text, _: to_bool(name, text, InvalidAttributeValue),
+    "text": _text,
+    "redrive": _redrive,
+    "redrive_allow": _redrive_allow,
+}
+
+# -- setting -> text ----------------------------------------------------------
+
+
+def _format_redrive(policy: RedrivePolicy | None, endpoint: Endpoint) -> str | None:
+    if policy is None:
+        return None
+    return json.dumps(
+        {"deadLetterTargetArn": endpoint.arn(policy.dead_letter_queue), "maxReceiveCount": policy.max_receive_count}
+    )
+
+
+def _format_redrive_allow(policy: RedriveAllowPolicy | None, endpoint: Endpoint) -> str | None:
+    if policy is None:
+        return None
+    document: dict[str, object] = {"redrivePermission": policy.permission}
+    if policy.source_queues:
+        document["sourceQueueArns"] = [endpoint.arn(name) for name in policy.source_queues]
+    return json.dumps(document)
+
+
+_FORMATTERS: dict[str, Callable[[Any, Endpoint], str | None]] = {
+    "int": lambda value, _: None if value is None else str(value),
+    "bool": lambda value, _: None if value is None else str(bool(value)).lower(),
+    "text": lambda value, _: value,
+    "redrive": _format_redrive,
+    "redrive_allow": _format_redrive_allow,
+}

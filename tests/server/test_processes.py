@@ -1,0 +1,122 @@
+"""The endpoint as a process: restarts keep messages, the AWS CLI and `durableq serve` work, HTTP limits hold."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from .conftest import ServerProcess, client
+
+
+def test_messages_survive_a_killed_server(tmp_path: Path) -> None:
+    db = tmp_path / "queues.db"
+    with ServerProcess(db) as first:
+        sqs = client(first.url)
+        url = sqs.create_queue(QueueName="durable")["QueueUrl"]
+        sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": f"m{i}"} for i in range(3)])
+        first.process.kill()  # no clean shutdown: what was acknowledged is in the file
+        first.process.wait(30)
+    with ServerProcess(db) as second:
+        received = client(second.url).receive_message(QueueUrl="durable", MaxNumberOfMessages=10)["Messages"]
+        assert sorted(m["Body"] for m in received) == ["m0", "m1", "m2"]
+
+
+def aws(url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1",
+           "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
+    executable = Path(sys.executable).parent / "aws"
+    return subprocess.run([str(executable), "--endpoint-url", url, "--output", "json", "sqs", *args],
+                          env=env, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_the_aws_cli(server: ServerProcess) -> None:
+    created = aws(server.url, "create-queue", "--queue-name", "cli-jobs", "--attributes", "VisibilityTimeout=5")
+    assert created.returncode == 0, created.stderr
+    url = json.loads(created.stdout)["QueueUrl"]
+    sent = aws(server.url, "send-message", "--queue-url", url, "--message-body", "from the cli",
+               "--message-attributes", '{"k": {"DataType": "String", "StringValue": "v"}}')
+    assert sent.returncode == 0, sent.stderr
+    received = aws(server.url, "receive-message", "--queue-url", url, "--attribute-names", "All",
+                   "--message-attribute-names", "All")
+    assert received.returncode == 0, received.stderr
+    (message,) = json.loads(received.stdout)["Messages"]
+    assert message["Body"] == "from the cli" and message["MessageAttributes"]["k"]["StringValue"] == "v"
+    assert message["MD5OfMessageAttributes"] == json.loads(sent.stdout)["MD5OfMessageAttributes"]
+    deleted = aws(server.url, "delete-message", "--queue-url", url, "--receipt-handle", message["ReceiptHandle"])
+    assert deleted.returncode == 0, deleted.stderr
+    missing = aws(server.url, "get-queue-url", "--queue-name", "cli-nowhere")
+    assert missing.returncode != 0
+    assert "(AWS.SimpleQueueService.NonExistentQueue)" in missing.stderr and "GetQueueUrl" in missing.stderr
+
+
+def test_the_durableq_serve_command(tmp_path: Path) -> None:
+    executable = Path(sys.executable).parent / "durableq"
+    command = [str(executable if executable.exists() else shutil.which("durableq")), "--db", str(tmp_path / "q.db"), "serve"]
+    with ServerProcess(tmp_path / "q.db", command=command) as running:
+        sqs = client(running.url)
+        sqs.create_queue(QueueName="from-the-cli")
+        assert sqs.list_queues()["QueueUrls"] == [f"{running.url}/000000000000/from-the-cli"]
+
+
+def raw(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    connection.request("POST", "/", body=body, headers=headers)
+    response = connection.getresponse()
+    answer = response.status, dict(response.getheaders()), response.read()
+    connection.close()
+    return answer
+
+
+def test_http_limits_and_malformed_requests(server: ServerProcess) -> None:
+    target = {"X-Amz-Target": "AmazonSQS.ListQueues", "Content-Type": "application/x-amz-json-1.0"}
+    status, headers, body = raw(server.url, b"{nope", target)
+    assert status == 400 and json.loads(body)["__type"].endswith("#SerializationException")
+    status, headers, body = raw(server.url, b"{}", {**target, "X-Amz-Target": "AmazonSQS.Explode"})
+    assert status == 400 and headers["x-amzn-query-error"] == "InvalidAction;Sender"
+    parts = urlsplit(server.url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    connection.putrequest("POST", "/")
+    for name, value in {**target, "Content-Length": str(5 * 1024 * 1024)}.items():
+        connection.putheader(name, value)
+    connection.endheaders()  # the body never comes: the server answers from the headers alone
+    response = connection.getresponse()
+    assert response.status == 413 and b"RequestEntityTooLarge" in response.read()
+    connection.close()
+
+
+def test_many_clients_at_once(server: ServerProcess) -> None:
+    sqs = client(server.url)
+    url = sqs.create_queue(QueueName="busy")["QueueUrl"]
+    received: list[str] = []
+    lock = threading.Lock()
+
+    def worker(number: int) -> None:
+        own = client(server.url)
+        for i in range(10):
+            own.send_message(QueueUrl=url, MessageBody=f"{number}-{i}")
+        while True:
+            batch = own.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+            if not batch:
+                return
+            own.delete_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                                                            for i, m in enumerate(batch)])
+            with lock:
+                received.extend(m["Body"] for m in batch)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    leftover: list[Any] = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+    assert sorted(received + [m["Body"] for m in leftover]) == sorted(f"{n}-{i}" for n in range(8) for i in range(10))
+    assert len(received) == len(set(received))  # nobody got a message twice

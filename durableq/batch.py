@@ -33,12 +33,19 @@ def failure(entry_id: str, error: DurableQError) -> BatchFailure:
 
 def each(ids: Sequence[str], action: Callable[[int], None]) -> BatchResult:
     """Run ``action`` for every entry position; a durableq error fails that entry only."""
-    successful, failed = [], []
-    for position, entry_id in enumerate(ids):
+    results: list[DurableQError | None] = []
+    for position in range(len(ids)):
         try:
             action(position)
         except DurableQError as exc:
-            failed.append(failure(entry_id, exc))
+            results.append(exc)
         else:
-            successful.append(BatchSuccess(entry_id))
+            results.append(None)
+    return outcomes(ids, results)
+
+
+def outcomes(ids: Sequence[str], results: Sequence[DurableQError | None]) -> BatchResult:
+    """The batch result of per-entry outcomes: an error, or None for success."""
+    successful = [BatchSuccess(entry_id) for entry_id, error in zip(ids, results) if error is None]
+    failed = [failure(entry_id, error) for entry_id, error in zip(ids, results) if error is not None]
     return BatchResult(successful, failed)

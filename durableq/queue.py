@@ -238,9 +238,12 @@ class Queue:
         ids = validation.batch_ids([row[0] for row in rows])
         rt = self._rt
         with rt.db.write() as conn:
-            self._fresh(conn)  # the queue must exist, even if every entry fails
+            queue = self._fresh(conn)  # the queue must exist, even if every entry fails
             now = rt.now_ms()
-            return batch.each(ids, lambda i: visibility.delete(conn, self._name, rows[i][1], now, rt.counters))
+            if queue.fifo:
+                return batch.each(ids, lambda i: visibility.delete(conn, self._name, rows[i][1], now, rt.counters))
+            outcomes = visibility.delete_many(conn, self._name, queue.id, [row[1] for row in rows], now, rt.counters)
+        return batch.outcomes(ids, outcomes)
 
     def change_visibility(self, receipt_handle: str, timeout: int) -> None:
         """Hide the message until ``timeout`` seconds from now (0 makes it visible at once)."""

@@ -80,12 +80,9 @@ def new_message_id() -> str:
 
 def send_one(conn: sqlite3.Connection, name: str, item: Outgoing, now: int, counters: Counters) -> SendResult:
     """Send one message to standard queue ``name``: a single statement, atomic by itself."""
-    if item.group_id is not None or item.deduplication_id is not None:
-        raise InvalidParameterValue(
-            f"group_id and deduplication_id apply to FIFO queues only; {name!r} is a standard queue"
-        )
+    _refuse_fifo_ids(name, item)
     message_id = new_message_id()
-    if not _execute_insert(conn, name, message_id, item, item.delay_seconds, now, None, None, None):
+    if conn.execute(_INSERT, _row(name, message_id, item, item.delay_seconds, now)).rowcount != 1:
         _check_for_queue(queues.load(conn, name), item)  # says why nothing was inserted
         raise QueueDoesNotExist(f"queue {name!r} does not exist")
     counters.add(name, now, SENT)
@@ -99,13 +96,29 @@ def insert(
     if queue.fifo:
         return _insert_fifo(conn, queue, items, now, counters)
     results: list[SendResult | DurableQError] = []
+    rows = []
     for item in items:
         try:
             _check_for_queue(queue, item)
-            results.append(send_one(conn, queue.name, item, now, counters))
+            _refuse_fifo_ids(queue.name, item)
         except DurableQError as exc:
             results.append(exc)
+            continue
+        message_id = new_message_id()
+        rows.append(_row(queue.name, message_id, item, item.delay_seconds, now))
+        results.append(SendResult(message_id, None, md5_hex(item.body)))
+    if rows:
+        # The queue row is fresh in this transaction and every size was checked: one executemany.
+        conn.executemany(_INSERT, rows)
+        counters.add(queue.name, now, SENT, len(rows))
     return results
+
+
+def _refuse_fifo_ids(name: str, item: Outgoing) -> None:
+    if item.group_id is not None or item.deduplication_id is not None:
+        raise InvalidParameterValue(
+            f"group_id and deduplication_id apply to FIFO queues only; {name!r} is a standard queue"
+        )
 
 
 def _check_for_queue(queue: QueueConfig, item: Outgoing) -> None:
@@ -116,34 +129,30 @@ def _check_for_queue(queue: QueueConfig, item: Outgoing) -> None:
         )
 
 
-def _execute_insert(
-    conn: sqlite3.Connection,
+def _row(
     name: str,
     message_id: str,
     item: Outgoing,
     delay: int | None,
     now: int,
-    group_id: str | None,
-    dedup_id: str | None,
-    sequence: int | None,
-) -> bool:
-    cursor = conn.execute(
-        _INSERT,
-        {
-            "queue": name,
-            "message_id": message_id,
-            "body": item.body,
-            "attributes": attrs.encode(item.attributes) if item.attributes else None,
-            "now": now,
-            "delay": delay,
-            "size": item.size,
-            "group_id": group_id,
-            "deduplication_id": dedup_id,
-            "sequence": sequence,
-            "trace_header": item.trace_header,
-        },
-    )
-    return cursor.rowcount == 1
+    group_id: str | None = None,
+    dedup_id: str | None = None,
+    sequence: int | None = None,
+) -> dict[str, object]:
+    """The parameters of :data:`_INSERT` for one message."""
+    return {
+        "queue": name,
+        "message_id": message_id,
+        "body": item.body,
+        "attributes": attrs.encode(item.attributes) if item.attributes else None,
+        "now": now,
+        "delay": delay,
+        "size": item.size,
+        "group_id": group_id,
+        "deduplication_id": dedup_id,
+        "sequence": sequence,
+        "trace_header": item.trace_header,
+    }
 
 
 def _insert_fifo(
@@ -165,7 +174,7 @@ def _insert_fifo(
             continue
         sequence += 1
         message_id = new_message_id()
-        _execute_insert(conn, queue.name, message_id, item, None, now, group_id, dedup_id, sequence)
+        conn.execute(_INSERT, _row(queue.name, message_id, item, None, now, group_id, dedup_id, sequence))
         fifo.remember(conn, queue.id, scope, dedup_id, message_id, sequence, now)
         fifo.add_to_group(conn, queue.id, group_id, now + queue.delay_seconds * 1000)
         results.append(SendResult(message_id, format_sequence(sequence), md5_hex(item.body)))

@@ -12,7 +12,7 @@ import sqlite3
 
 from . import fifo, limits, queues, receipts, validation
 from .counters import DELETED, Counters
-from .errors import InvalidParameterValue, MessageNotInflight, ReceiptHandleIsInvalid
+from .errors import DurableQError, InvalidParameterValue, MessageNotInflight, ReceiptHandleIsInvalid
 
 _MAX_TOTAL_MS = limits.MAX_TOTAL_VISIBILITY * 1000
 _THIS_QUEUE = "queue_id = :queue_id AND queue_id = (SELECT id FROM queues WHERE name = :queue)"
@@ -63,6 +63,33 @@ def delete(conn: sqlite3.Connection, name: str, handle: object, now: int, counte
             )
         fifo.refresh_groups(conn, receipt.queue_id, [row[0]])
     counters.add(name, now, DELETED)
+
+
+def delete_many(
+    conn: sqlite3.Connection, name: str, queue_id: int, handles: list[object], now: int, counters: Counters
+) -> list[DurableQError | None]:
+    """Delete the messages of several handles of a standard queue in the caller's transaction.
+
+    One executemany for the well-formed handles of this queue; an outcome per
+    handle (None for done), since a message already gone is fine here too.
+    """
+    outcomes: list[DurableQError | None] = []
+    params = []
+    for handle in handles:
+        try:
+            receipt = receipts.parse(handle)
+            receipt.check_queue(queue_id, name)
+        except DurableQError as exc:
+            outcomes.append(exc)
+            continue
+        outcomes.append(None)
+        params.append(_params(name, receipt))
+    if params:
+        before = conn.total_changes
+        conn.executemany(_DELETE_ANY_HANDLE, params)
+        if deleted := conn.total_changes - before:
+            counters.add(name, now, DELETED, deleted)
+    return outcomes
 
 
 def change(conn: sqlite3.Connection, name: str, handle: object, timeout: object, now: int) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from durableq import Attribute, Message
 from durableq.attributes import md5_of_attributes
-from durableq.errors import InvalidAttributeName, InvalidParameterValue
+from durableq.errors import InvalidParameterValue
 
 from .params import Params
 from .urls import Endpoint
@@ -81,12 +81,8 @@ class ReceiveView:
     """Which system and message attributes one ReceiveMessage asked for, and the message as it sees it."""
 
     def __init__(self, params: Params, endpoint: Endpoint) -> None:
+        # Other names are ignored, as SQS does: typed SDKs offer queue attribute names here.
         names = {*params.texts("AttributeNames"), *params.texts("MessageSystemAttributeNames")}
-        unknown = names - {*SYSTEM_ATTRIBUTES, "All"}
-        if unknown:
-            raise InvalidAttributeName(
-                f"unknown message system attribute {sorted(unknown)[0]}; known are All, {', '.join(SYSTEM_ATTRIBUTES)}"
-            )
         self._system = SYSTEM_ATTRIBUTES if "All" in names else tuple(n for n in SYSTEM_ATTRIBUTES if n in names)
         patterns = params.texts("MessageAttributeNames")
         self._all = any(p in _ALL for p in patterns)

@@ -23,31 +23,24 @@ class Params:
     def __contains__(self, name: str) -> bool:
         return self._values.get(name) is not None
 
-    def raw(self, name: str) -> Any:
-        return self._values.get(name)
+    def raw(self, name: str, *, required: bool = False) -> Any:
+        value = self._values.get(name)
+        if value is None and required:
+            raise MissingParameter(f"the request must contain the parameter {name}")
+        return value
 
     def text(self, name: str, *, required: bool = False) -> str | None:
-        value = self._values.get(name)
-        if value is None:
-            if required:
-                raise MissingParameter(f"the request must contain the parameter {name}")
-            return None
-        if not isinstance(value, str):
+        value = self.raw(name, required=required)
+        if value is not None and not isinstance(value, str):
             raise InvalidParameterValue(f"parameter {name} must be a string; got {value!r}")
         return value
 
     def required(self, name: str) -> str:
-        value = self.text(name, required=True)
-        assert value is not None
-        return value
+        return self.text(name, required=True)  # type: ignore[return-value]
 
     def integer(self, name: str, *, required: bool = False) -> int | None:
-        value = self._values.get(name)
-        if value is None:
-            if required:
-                raise MissingParameter(f"the request must contain the parameter {name}")
-            return None
-        return to_int(name, value)
+        value = self.raw(name, required=required)
+        return None if value is None else to_int(name, value)
 
     def texts(self, name: str) -> list[str]:
         values = self._list(name)

@@ -23,7 +23,7 @@ def parse(request: Request) -> tuple[str, dict[str, Any]]:
         raise WireError("UnknownOperationException", f"X-Amz-Target must be {TARGET_PREFIX}<Action>; got {target!r}")
     try:
         members = json.loads(request.body or b"{}")
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the parser goes
         raise WireError("SerializationException", f"the request body is not JSON: {exc}") from exc
     if not isinstance(members, dict):
         raise WireError("SerializationException", "the request body must be a JSON object")

@@ -48,6 +48,8 @@ _ITEMS = {
 }
 # JSON map member -> (element of each entry, key element); the value is always <Value>.
 _MAPS = {"Attributes": ("Attribute", "Name"), "MessageAttributes": ("MessageAttribute", "Name"), "Tags": ("Tag", "Key")}
+#: The deepest parameter name of the API: SendMessageBatchRequestEntry.1.MessageAttribute.1.Value.StringListValue.1.
+MAX_NAME_PARTS = 8
 # Parameters of the request itself, not of the action (SigV2 fields are ignored).
 _ENVELOPE = {"Action", "Version", "AWSAccessKeyId", "SignatureVersion", "SignatureMethod", "Signature", "Timestamp"}
 
@@ -74,6 +76,8 @@ def _nest(pairs: list[tuple[str, str]]) -> dict[str, Any]:
     for key, value in pairs:
         node = root
         *path, last = key.split(".")
+        if len(path) >= MAX_NAME_PARTS:
+            raise InvalidParameterValue(f"parameter {key[:100]!r} is nested deeper than any SQS parameter")
         for part in path:
             node = node.setdefault(part, {})
             if not isinstance(node, dict):

@@ -80,8 +80,13 @@ def test_http_limits_and_malformed_requests(server: ServerProcess) -> None:
     target = {"X-Amz-Target": "AmazonSQS.ListQueues", "Content-Type": "application/x-amz-json-1.0"}
     status, headers, body = raw(server.url, b"{nope", target)
     assert status == 400 and json.loads(body)["__type"].endswith("#SerializationException")
+    status, headers, body = raw(server.url, b"[" * 100_000, target)  # deeper than the parser goes
+    assert status == 400 and json.loads(body)["__type"].endswith("#SerializationException")
     status, headers, body = raw(server.url, b"{}", {**target, "X-Amz-Target": "AmazonSQS.Explode"})
     assert status == 400 and headers["x-amzn-query-error"] == "InvalidAction;Sender"
+    deep = b"Action=ListQueues&" + b".".join([b"a"] * 5_000) + b"=1"
+    status, headers, body = raw(server.url, deep, {"Content-Type": "application/x-www-form-urlencoded"})
+    assert status == 400 and b"<Code>InvalidParameterValue</Code>" in body
     parts = urlsplit(server.url)
     connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
     connection.putrequest("POST", "/")
@@ -120,3 +125,17 @@ def test_many_clients_at_once(server: ServerProcess) -> None:
     leftover: list[Any] = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
     assert sorted(received + [m["Body"] for m in leftover]) == sorted(f"{n}-{i}" for n in range(8) for i in range(10))
     assert len(received) == len(set(received))  # nobody got a message twice
+
+
+def test_clients_that_come_and_go_leave_no_open_files_behind(server: ServerProcess) -> None:
+    # Each new connection is served by a reused thread: the library keeps one SQLite
+    # connection per thread, so threads made per connection would pile up open files.
+    import psutil
+
+    process = psutil.Process(server.process.pid)
+    target = {"X-Amz-Target": "AmazonSQS.ListQueues", "Content-Type": "application/x-amz-json-1.0"}
+    raw(server.url, b"{}", target)
+    before = process.num_fds()
+    for _ in range(200):  # like 200 runs of the AWS CLI, one connection each
+        assert raw(server.url, b"{}", target)[0] == 200
+    assert process.num_fds() <= before + 10 and process.num_threads() < 50

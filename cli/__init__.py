@@ -15,12 +15,12 @@ import click
 
 import durableq
 
-from . import analytics, db, messages, queues, redrive, send, stats, worker
+from . import analytics, db, messages, queues, redrive, send, serve, stats, worker
 from .base import DurableQGroup, Settings
 
 DEFAULT_DB = "durableq.db"
 #: The modules whose ``COMMANDS`` make up the command line, in the order help lists them.
-COMMAND_MODULES = (db, queues, send, messages, stats, redrive, worker, analytics)
+COMMAND_MODULES = (db, queues, send, messages, stats, redrive, worker, analytics, serve)
 
 
 @click.group(

@@ -46,3 +46,9 @@ clean:
 bench: setup
 	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python -m bench
+
+# The long mode of the reliability suite (issue 7): kills, faults and hostile input for MINUTES (default 60);
+# OUT=FILE.json also writes the figures there.
+.PHONY: stress
+stress: setup
+	$(BIN)/python -m tests.reliability.stress --minutes $${MINUTES:-60} $${OUT:+--out "$$OUT"}

@@ -1,0 +1,324 @@
+"""The invariants, checked on the journals of a run and the database file after each round.
+
+1. Nothing acknowledged is lost: every message a send returned (or a receive
+   showed) is stored, or some process tried to delete it with a receipt handle.
+2. A deleted message never comes back: not stored, never received after the
+   delete returned.
+3. No two holders inside a visibility window: receive counts order the
+   receives of a message across processes, and the next one may only end
+   after the previous one's lease could have ended.
+4. (after a drain) Every message was delivered, and FIFO groups in send order.
+5. ``stats()`` matches the rows; counters are exact after a clean run and
+   never above the truth after kills.
+
+Besides: no message appears from nowhere or twice, a killed batch left all of
+its messages or none, and every DurableQError a process saw was legitimate.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import durableq
+
+from . import store
+from .history import TOLERANCE, History, Story
+from .journal import read_journals
+
+#: Errors a delete or change of visibility may legitimately meet once its lease may have ended.
+_LATE_CODES = {"ReceiptHandleIsInvalid", "MessageNotInflight", "InvalidParameterValue"}
+_SHOWN = 25
+
+
+@dataclass
+class Problems:
+    found: list[str] = field(default_factory=list)
+
+    def add(self, text: str) -> None:
+        self.found.append(text)
+
+    def raise_if_any(self, where: str) -> None:
+        if self.found:
+            shown = "\n  ".join(self.found[:_SHOWN])
+            more = f"\n  ... and {len(self.found) - _SHOWN} more" if len(self.found) > _SHOWN else ""
+            raise AssertionError(f"{len(self.found)} invariant violations in {where}:\n  {shown}{more}")
+
+
+def _describe(story: Story) -> str:
+    return f"message {story.message_id} (body {story.body!r}, queue {story.queue!r})"
+
+
+# -- 1 and 2: nothing lost, nothing back ------------------------------------------
+
+
+def check_nothing_lost(history: History, stored: Mapping[str, list[store.Row]], problems: Problems) -> None:
+    for story in history.stories.values():
+        if story.message_id not in stored and not story.delete_intents:
+            how = "a send returned it" if story.send_returned else "a receive returned it"
+            problems.add(f"LOST: {_describe(story)}: {how}, but it is not stored and no process deleted it")
+
+
+def check_deleted_stay_deleted(history: History, stored: Mapping[str, list[store.Row]], problems: Problems) -> None:
+    for story in history.stories.values():
+        if story.deleted_at is None:
+            continue
+        if story.message_id in stored:
+            problems.add(f"BACK: {_describe(story)}: a delete returned at {story.deleted_at:.3f}, but it is stored")
+        for receipt in story.receipts:
+            if receipt.before > story.deleted_at:
+                problems.add(
+                    f"BACK: {_describe(story)}: deleted at {story.deleted_at:.3f}, received again by "
+                    f"{receipt.call[0]}:{receipt.call[1]} which started at {receipt.before:.3f}"
+                )
+
+
+# -- 3: one holder at a time ------------------------------------------------------
+
+
+def check_one_holder(history: History, problems: Problems) -> None:
+    for story in history.stories.values():
+        receipts = sorted(story.receipts, key=lambda r: r.count)
+        for previous, current in zip(receipts, receipts[1:]):
+            if previous.count == current.count:
+                problems.add(
+                    f"TWICE: {_describe(story)}: two receives returned receive count {current.count} "
+                    f"({previous.call[0]}:{previous.call[1]} and {current.call[0]}:{current.call[1]})"
+                )
+                continue
+            lease_end = story.lease_end(previous)
+            if current.after < lease_end - TOLERANCE:
+                problems.add(
+                    f"TWO HOLDERS: {_describe(story)}: receive {previous.count} at {previous.call[0]}:"
+                    f"{previous.call[1]} (from {previous.before:.3f}, visibility {previous.visibility_timeout} s, "
+                    f"held until at least {lease_end:.3f}) and receive {current.count} at {current.call[0]}:"
+                    f"{current.call[1]}, which had returned by {current.after:.3f}"
+                )
+
+
+def check_fifo_groups_blocked(history: History, problems: Problems) -> None:
+    """While one message of a FIFO group is held, no other message of the group is handed out."""
+    by_group: dict[tuple[str, str], list[tuple[float, Story, int]]] = defaultdict(list)
+    for story in history.stories.values():
+        if story.group is not None:
+            for index, receipt in enumerate(story.receipts):
+                by_group[(story.queue, story.group)].append((receipt.before, story, index))
+    for (queue, group), held in by_group.items():
+        held.sort(key=lambda item: item[0])
+        starts = [item[0] for item in held]
+        for _, story, index in held:
+            receipt = story.receipts[index]
+            # Held from its commit (by receipt.after) until its lease may have ended (the database's
+            # clock: with its tolerance) or its delete began (our clock: exact).
+            until = min(story.lease_end(receipt) - TOLERANCE, story.delete_intents.get(receipt.handle, float("inf")))
+            first = bisect.bisect_right(starts, receipt.after)
+            for _, other, other_index in held[first:]:
+                other_receipt = other.receipts[other_index]
+                if other_receipt.before >= until:
+                    break
+                if other is not story and other_receipt.after < until:
+                    problems.add(
+                        f"GROUP HELD: FIFO group {group!r} of {queue!r}: {_describe(other)} was handed out at "
+                        f"{other_receipt.call[0]}:{other_receipt.call[1]} while {_describe(story)} was held "
+                        f"(until at least {until:.3f})"
+                    )
+
+
+# -- 4: delivered, in order ---------------------------------------------------------
+
+
+def check_all_delivered(history: History, stored: Mapping[str, list[store.Row]], queues: Iterable[str], problems: Problems) -> None:
+    drained = set(queues)
+    for story in history.stories.values():
+        if not story.receipts:
+            problems.add(f"NEVER DELIVERED: {_describe(story)} was never received")
+    for rows in stored.values():
+        for row in rows:
+            if row.queue in drained:
+                problems.add(f"LEFT: message {row.message_id} is still stored in {row.queue!r} after the drain")
+
+
+def check_fifo_order(history: History, problems: Problems) -> None:
+    """For each group, the first receive of message i precedes the first receive of message j > i."""
+    groups: dict[tuple[str, str], list[Story]] = defaultdict(list)
+    for story in history.stories.values():
+        if story.group is not None and story.receipts:
+            groups[(story.queue, story.group)].append(story)
+    for (queue, group), stories in groups.items():
+        stories.sort(key=lambda s: s.sequence)
+        firsts = [min(s.receipts, key=lambda r: r.count) for s in stories]
+        for (earlier, first_i), (later, first_j) in zip(zip(stories, firsts), zip(stories[1:], firsts[1:])):
+            if first_i.call == first_j.call:
+                out_of_order = first_j.position < first_i.position
+            else:
+                out_of_order = first_j.after < first_i.before  # j's receive had returned before i's began
+            if out_of_order:
+                problems.add(
+                    f"ORDER: FIFO group {group!r} of {queue!r}: {_describe(later)} (sequence {later.sequence}) "
+                    f"was first received before {_describe(earlier)} (sequence {earlier.sequence})"
+                )
+
+
+# -- the rest: phantoms, duplicates, batches, errors ------------------------------
+
+
+def check_no_phantoms(history: History, stored: Mapping[str, list[store.Row]], dead_letters: Mapping[str, str], problems: Problems) -> None:
+    """Every stored or received message was sent by someone, to that queue (or moved to its DLQ), once."""
+    for message_id, rows in stored.items():
+        if len(rows) > 1:
+            problems.add(f"DUPLICATE ROWS: message {message_id} is stored {len(rows)} times")
+        for row in rows:
+            intent = history.intents.get(row.body)
+            if intent is not None and row.queue not in (intent.queue, dead_letters.get(intent.queue)):
+                problems.add(f"MISPLACED: message {message_id} was sent to {intent.queue!r} but is in {row.queue!r}")
+    bodies: dict[str, set[str]] = defaultdict(set, {b: set(ids) for b, ids in history.ids_of_body.items()})
+    for message_id, rows in stored.items():
+        for row in rows:
+            bodies[row.body].add(message_id)
+    for body, ids in bodies.items():
+        if body not in history.intents:
+            problems.add(f"PHANTOM: messages {sorted(ids)} have body {body!r}, which nobody sent")
+        elif len(ids) > 1:
+            problems.add(f"DUPLICATED SEND: body {body!r} (sent once) became messages {sorted(ids)}")
+
+
+def check_batches_whole(history: History, stored: Mapping[str, list[store.Row]], problems: Problems) -> None:
+    """A send_batch, killed or not, left all of its messages or none."""
+    exists = {row.body for rows in stored.values() for row in rows} | set(history.ids_of_body)
+    for (source, line), bodies in history.batches.items():
+        present = sum(body in exists for body in bodies)
+        if present not in (0, len(bodies)):
+            problems.add(f"TORN BATCH: the batch of {source}:{line} left {present} of its {len(bodies)} messages")
+    for entry in history.batch_failures:
+        problems.add(f"BATCH ENTRY FAILED at {entry.source}:{entry.line}: {entry['failed']}")
+
+
+def check_errors(history: History, problems: Problems) -> int:
+    """Only a delete or change of visibility whose lease may have ended may fail; returns how many did."""
+    late = 0
+    for entry in history.errors:
+        found = history.story_of_handle(entry.get("h", ""))
+        legitimate = (
+            entry["op"] in ("delete", "change_visibility")
+            and entry["code"] in _LATE_CODES
+            and found is not None
+            and entry["a"] >= found[0].lease_end(found[1]) - TOLERANCE
+        )
+        if legitimate:
+            late += 1
+        else:
+            problems.add(
+                f"ERROR at {entry.source}:{entry.line}: {entry['op']} on {entry['q']!r} raised "
+                f"{entry['code']}: {entry['msg']}"
+            )
+    return late
+
+
+# -- 5: stats and counters ----------------------------------------------------------
+
+
+def check_stats(path: Path, stored: Mapping[str, list[store.Row]], problems: Problems) -> None:
+    """stats()' visible + in flight + delayed equals the rows sqlite3 counts, queue by queue."""
+    per_queue = Counter(row.queue for rows in stored.values() for row in rows)
+    with durableq.open(path) as broker:
+        for name in broker.list_queues():
+            stats = broker.get_queue(name).stats()
+            total = (
+                stats.approximate_number_of_messages
+                + stats.approximate_number_of_messages_not_visible
+                + stats.approximate_number_of_messages_delayed
+            )
+            if total != per_queue[name]:
+                problems.add(f"STATS: {name!r}: stats() counts {total} messages ({stats}); the file holds {per_queue[name]}")
+
+
+def check_counters(
+    path: Path,
+    history: History,
+    stored: Mapping[str, list[store.Row]],
+    queues: Iterable[str],
+    dead_letters: Mapping[str, str],
+    problems: Problems,
+) -> None:
+    """Exact after a clean run; never above the truth (or its upper bound) when processes were killed."""
+    counts = store.counters(path)
+    rows = [row for group in stored.values() for row in group]
+    for queue in queues:
+        known = {s.message_id for s in history.stories.values() if s.queue == queue}
+        known |= {r.message_id for r in rows if r.queue == queue or r.dead_letter_source == queue}
+        still_here = sum(r.queue == queue for r in rows)
+        moved = sum(r.dead_letter_source == queue and r.queue == dead_letters.get(queue) for r in rows)
+        killed = history.killed(queue)
+        # A killed process may have received up to 10 messages (or an empty result) it never logged.
+        bounds = {
+            "sent": len(known),
+            "received": history.received[queue] + 10 * killed,
+            "deleted": len(known) - still_here - moved,
+            "moved_to_dead_letter": moved,
+            "expired": 0,
+            "empty_receives": history.empty_receives[queue] + killed,
+        }
+        exact = history.killed() == 0
+        for column, truth in bounds.items():
+            value = counts[queue][column]
+            if value > truth or (exact and value != truth):
+                relation = "exactly" if exact else "at most"
+                problems.add(f"COUNTER: {queue!r} counted {value} {column}; the run says {relation} {truth}")
+
+
+# -- putting it together ------------------------------------------------------------
+
+
+def stored_by_id(path: Path) -> dict[str, list[store.Row]]:
+    by_id: dict[str, list[store.Row]] = defaultdict(list)
+    for row in store.rows(path):
+        by_id[row.message_id].append(row)
+    return by_id
+
+
+def check_file(
+    path: Path,
+    journals: Path,
+    *,
+    queues: Iterable[str],
+    drained: bool = False,
+    dead_letters: Mapping[str, str] | None = None,
+    where: str = "",
+) -> Counter[str]:
+    """Every invariant on the file at ``path`` and the journals under ``journals``.
+
+    Call it when no process is running.  ``queues`` are those the run used
+    (counters are checked for them); with ``drained``, consumers ran last
+    without kills until the queues were empty, so every message must have
+    been delivered.  Raises AssertionError listing the violations; returns
+    figures: messages checked, operations journaled, late (legitimate) errors.
+    """
+    dead_letters = dead_letters or {}
+    queues = list(queues)
+    problems = Problems()
+    verdict = store.integrity(path)
+    if verdict != "ok":
+        problems.add(f"INTEGRITY: {verdict}")
+    history = History(read_journals(journals))
+    stored = stored_by_id(path)
+    check_nothing_lost(history, stored, problems)
+    check_deleted_stay_deleted(history, stored, problems)
+    check_one_holder(history, problems)
+    check_fifo_groups_blocked(history, problems)
+    check_no_phantoms(history, stored, dead_letters, problems)
+    check_batches_whole(history, stored, problems)
+    late = check_errors(history, problems)
+    check_stats(path, stored, problems)
+    check_counters(path, history, stored, queues, dead_letters, problems)
+    if drained:
+        check_all_delivered(history, stored, queues, problems)
+        check_fifo_order(history, problems)
+    problems.raise_if_any(where or str(path))
+    return Counter(
+        messages=len(history.stories),
+        operations=history.operations,
+        late_errors=late,
+    )

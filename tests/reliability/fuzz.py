@@ -1,0 +1,245 @@
+"""Hostile arguments for every public function, drawn by Hypothesis.
+
+Only a ``durableq.DurableQError`` (or a ``TypeError`` for a wrong Python type,
+such as an unknown keyword) may come out of a call, and afterwards the file
+must pass ``PRAGMA integrity_check`` with the messages of a queue the fuzzer
+never names still intact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import warnings
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import durableq
+from durableq import Attribute, RedriveAllowPolicy, RedrivePolicy, SendEntry
+
+from . import store
+
+SENTINEL = "sentinel-keep"  # holds messages the fuzzer must never damage; no strategy names it
+QUEUES = ("fuzz", "fuzz.fifo")
+
+SPECIAL_TEXT = [
+    "", " ", "\x00", "a\x00b", "\ud800", "\udfff", "a\udc80", "\ufeff", "\u202e", "\U0010ffff", "💥",
+    "x'; DROP TABLE messages; --", "%", "_", "*", "\\", "../../etc/passwd", "\n", "\t",
+    ".fifo", "fuzz", "fuzz.fifo", "other", "other.fifo", "A" * 81, "A" * 300,
+]
+lone_surrogates = st.text(st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF, exclude_categories=()), min_size=1, max_size=3)
+# Huge strings are built on demand (a literal in the list would make every repr huge).
+huge = st.sampled_from([5_000, 262_145, 1_100_000]).map(lambda n: "x" * n)
+short_text = st.one_of(st.sampled_from(SPECIAL_TEXT), st.text(max_size=40), lone_surrogates)
+text = st.one_of(short_text, huge)
+ints = st.one_of(
+    st.integers(-5, 50),
+    st.sampled_from([0, 1, 10, 900, 901, 43_200, 43_201, 2**31, 2**63 - 1, 2**63, -(2**63) - 1]),
+    st.integers(-(2**70), 2**70),
+)
+anything = st.one_of(
+    st.none(), st.booleans(), ints, st.floats(), text, st.binary(max_size=20),
+    st.lists(st.one_of(st.none(), ints, text), max_size=3), st.dictionaries(text, ints, max_size=2), st.just(object()),
+)
+
+
+# Hostile values for a path that name no file (a str would be a relative path: a file in the cwd).
+not_a_path = st.one_of(st.none(), st.booleans(), ints, st.floats(), st.binary(max_size=20), st.just(object()))
+
+
+def maybe(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """Mostly a plausible value, sometimes anything at all."""
+    return st.one_of(strategy, strategy, anything)
+
+
+names = maybe(st.one_of(st.sampled_from(QUEUES), text))
+handles = st.one_of(
+    st.sampled_from(["1.1.0123456789abcdef.0123456789abcdef", "9999999999999999999.9999999999999999999.0123456789abcdef.0123456789abcdef"]),
+    st.from_regex(r"\d{1,19}\.\d{1,19}\.[0-9a-f]{16}\.[0-9a-f]{16}", fullmatch=True),
+    text,
+)
+attribute_values = st.one_of(text, ints, st.floats(), st.binary(max_size=10), st.builds(Attribute, text, st.one_of(text, st.binary(max_size=10))))
+attributes = maybe(st.dictionaries(text, attribute_values, max_size=12))
+policies = st.one_of(
+    st.builds(RedrivePolicy, names, maybe(ints)),
+    st.builds(RedriveAllowPolicy, maybe(st.sampled_from(["allowAll", "denyAll", "byQueue"])), maybe(st.lists(names, max_size=3))),
+)
+settings_keys = st.sampled_from([
+    "visibility_timeout", "delay_seconds", "retention_period", "receive_wait_time", "maximum_message_size",
+    "content_based_deduplication", "deduplication_scope", "redrive_policy", "redrive_allow_policy", "policy",
+    "kms_master_key_id", "kms_data_key_reuse_period", "sqs_managed_sse_enabled", "fifo_throughput_limit", "fifo", "bogus",
+])
+queue_settings = st.dictionaries(settings_keys, st.one_of(ints, policies, anything), max_size=4)
+
+
+def send_entries(group: bool) -> st.SearchStrategy[Any]:
+    entry = st.builds(
+        SendEntry, maybe(st.sampled_from(["0", "1", "a_b", "x" * 80])), maybe(st.text(min_size=1, max_size=20)),
+        delay_seconds=st.one_of(st.none(), ints), attributes=st.one_of(st.none(), attributes),
+        group_id=st.one_of(st.none(), st.just("g") if group else st.none(), text),
+        deduplication_id=st.one_of(st.none(), text),
+    )
+    return maybe(st.lists(entry, max_size=12))
+
+
+@dataclass
+class Target:
+    """What the calls act on: one broker, the two fuzzed queues, and handles receives returned."""
+
+    folder: Path
+    broker: durableq.Broker
+    handles: list[str] = field(default_factory=list)
+
+    def queue(self, fifo: bool) -> durableq.Queue:
+        name = QUEUES[fifo]
+        try:
+            return self.broker.get_queue(name)
+        except durableq.QueueDoesNotExist:  # the fuzzer deleted it: make it again
+            return self.broker.create_queue(name, fifo=fifo)
+
+
+Call = tuple[str, Callable[[], Any]]
+
+
+def calls(target: Target, data: st.DataObject) -> Call:
+    """One public function with drawn arguments, ready to call."""
+    draw = data.draw
+    broker = target.broker
+    kind = draw(st.sampled_from([
+        "open", "create_queue", "get_queue", "list_queues", "delete_queue", "dead_letter_source_queues",
+        "start_message_move", "list_message_moves", "cancel_message_move",
+        "send", "send_batch", "receive", "delete", "delete_batch", "change_visibility", "change_visibility_batch",
+        "set_attributes", "tag", "untag", "peek", "add_permission", "remove_permission", "purge",
+    ]))
+    fifo = draw(st.booleans())
+    known = st.sampled_from(target.handles) if target.handles else handles
+    handle = st.one_of(known, handles, anything)
+    arguments: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+    if kind == "open":
+        component = draw(short_text.filter(lambda t: "/" not in t))
+        inside = target.folder / "opened" / component
+        path = draw(st.one_of(st.just(inside), st.just(str(inside)), not_a_path))
+        options = draw(st.fixed_dictionaries({}, optional={
+            "clock": st.one_of(st.none(), st.just(time.time), anything),
+            "durability": maybe(st.sampled_from(["full", "normal"])),
+            "busy_timeout": maybe(st.one_of(ints, st.floats())),
+        }))
+        return f"durableq.open({path!r}, **{options!r})", lambda: durableq.open(path, **options).close()
+    if kind == "create_queue":
+        arguments[kind] = ((draw(names),), {"fifo": draw(maybe(st.booleans())), **draw(queue_settings)})
+    elif kind in ("get_queue", "delete_queue", "dead_letter_source_queues", "list_message_moves", "list_queues"):
+        arguments[kind] = ((draw(names),), {})
+    elif kind == "start_message_move":
+        arguments[kind] = ((draw(names), draw(st.one_of(st.none(), names)), draw(st.one_of(st.none(), ints, anything))), {})
+    elif kind == "cancel_message_move":
+        arguments[kind] = ((draw(maybe(st.uuids().map(str))),), {})
+    if kind in arguments:
+        args, kwargs = arguments[kind]
+        return f"broker.{kind}(*{args!r}, **{kwargs!r})", lambda: getattr(broker, kind)(*args, **kwargs)
+    queue = target.queue(fifo)
+    drawn: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
+        "send": lambda: ((draw(maybe(text)),), draw(st.fixed_dictionaries({}, optional={
+            "delay_seconds": maybe(ints), "attributes": attributes,
+            "group_id": maybe(st.one_of(st.just("g"), text)), "deduplication_id": maybe(text),
+        }))),
+        "send_batch": lambda: ((draw(send_entries(fifo)),), {}),
+        "receive": lambda: ((draw(maybe(ints)),), draw(st.fixed_dictionaries({"wait_time": st.sampled_from([0, None])}, optional={
+            "visibility_timeout": maybe(ints), "attempt_id": maybe(text),
+        }))),
+        "delete": lambda: ((draw(handle),), {}),
+        "delete_batch": lambda: ((draw(maybe(st.lists(st.one_of(handle, st.tuples(text, handle)), max_size=12))),), {}),
+        "change_visibility": lambda: ((draw(handle), draw(maybe(ints))), {}),
+        "change_visibility_batch": lambda: ((draw(maybe(st.lists(st.one_of(st.tuples(handle, ints), st.tuples(text, handle, ints)), max_size=12))),), {}),
+        "set_attributes": lambda: ((), draw(queue_settings)),
+        "tag": lambda: ((), draw(st.dictionaries(text, maybe(text), max_size=4))),
+        "untag": lambda: (tuple(draw(st.lists(maybe(text), max_size=4))), {}),
+        "peek": lambda: ((), draw(st.fixed_dictionaries({}, optional={
+            "state": maybe(st.sampled_from(["visible", "in_flight", "delayed"])), "limit": maybe(ints),
+        }))),
+        "add_permission": lambda: ((draw(maybe(text)), draw(maybe(st.lists(st.one_of(st.just("123456789012"), text), max_size=3))),
+                                    draw(maybe(st.lists(st.one_of(st.just("SendMessage"), text), max_size=3)))),
+                                   draw(st.fixed_dictionaries({}, optional={"resource": maybe(text)}))),
+        "remove_permission": lambda: ((draw(maybe(text)),), {}),
+        "purge": lambda: ((), {}),
+    }[kind]  # type: ignore[assignment]
+    args, kwargs = drawn()  # type: ignore[operator]
+
+    def call() -> Any:
+        result = getattr(queue, kind)(*args, **kwargs)
+        if kind == "receive":
+            target.handles[:] = (target.handles + [m.receipt_handle for m in result])[-20:]
+        return result
+
+    return f"{queue.name}.{kind}(*{args!r}, **{kwargs!r})", call
+
+
+def check_call(description: str, call: Callable[[], Any], offenders: Counter[str] | None = None) -> None:
+    """Call; anything but a DurableQError or TypeError fails, or is counted in ``offenders`` if given."""
+    try:
+        call()
+    except (durableq.DurableQError, TypeError):
+        pass
+    except Exception as exc:
+        if offenders is not None:
+            offenders[f"{description.split('(')[0]} raised {type(exc).__name__}"] += 1
+            return
+        raise AssertionError(f"{description[:500]} raised {type(exc).__name__}: {str(exc)[:500]}") from exc
+
+
+def prepare(folder: Path) -> tuple[durableq.Broker, dict[str, str]]:
+    """A broker with the fuzzed queues and a sentinel queue of messages; the sentinel's rows."""
+    (folder / "opened").mkdir(parents=True, exist_ok=True)
+    broker = durableq.open(folder / "fuzz.db", durability="normal")
+    sentinel = broker.create_queue(SENTINEL, redrive_allow_policy=RedriveAllowPolicy("denyAll"))
+    sentinel.send_batch([SendEntry(str(i), f"keep {i} \U0001f512") for i in range(10)])
+    for name in QUEUES:
+        broker.create_queue(name, fifo=name.endswith(".fifo"))
+    return broker, _sentinel_rows(folder / "fuzz.db")
+
+
+def _sentinel_rows(db: Path) -> dict[str, str]:
+    return {row.message_id: row.body for row in store.rows(db) if row.queue == SENTINEL}
+
+
+def fuzz(folder: Path, max_examples: int, offenders: Counter[str] | None = None) -> int:
+    """Run ``max_examples`` Hypothesis examples of 1-5 hostile calls; returns how many calls ran.
+
+    With ``offenders`` (the long mode), a call that raises something else is
+    counted there instead of failing, so that known bugs do not stop the search;
+    damage to the file always fails.
+    """
+    broker, sentinel = prepare(folder)
+    count = [0]
+
+    @settings(
+        max_examples=max_examples,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        database=None if offenders is not None else settings.default.database,
+    )
+    @given(data=st.data())
+    def run(data: st.DataObject) -> None:
+        target = Target(folder, broker)
+        for _ in range(data.draw(st.integers(1, 5))):
+            description, call = calls(target, data)
+            check_call(description, call, offenders)
+            count[0] += 1
+        verdict = store.integrity(folder / "fuzz.db")
+        assert verdict == "ok", f"integrity_check: {verdict}"
+        assert _sentinel_rows(folder / "fuzz.db") == sentinel, "the messages of a queue no call named changed"
+
+    try:
+        # In the folder: should any call create a file by a relative name, it lands there.
+        with contextlib.chdir(folder), warnings.catch_warnings():
+            # The strategies are deeply nested; Hypothesis warns that their repr is long.
+            warnings.filterwarnings("ignore", message="Generating overly large repr")
+            run()
+    finally:
+        broker.close()
+    return count[0]

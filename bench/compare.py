@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import statistics
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, TypeVar
 
@@ -29,15 +30,21 @@ Run = Callable[[Adapter], dict[str, float]]
 WARMUP = 20
 
 
+def in_rounds(rounds: int, label: str, one_round: Callable[[], dict[K, R]]) -> dict[K, list[R]]:
+    """Run ``one_round`` (every contender once or more, in turn) ``rounds`` times; each
+    contender's results by round."""
+    results: dict[K, list[R]] = {}
+    for r in range(rounds):
+        log.info("%s: round %d/%d", label, r + 1, rounds)
+        for contender, value in one_round().items():
+            results.setdefault(contender, []).append(value)
+    return results
+
+
 def alternate(contenders: Sequence[K], rounds: int, run: Callable[[K], R], label: str) -> dict[K, list[R]]:
     """Each round runs every contender once, in turn, so a slow stretch of a noisy machine
     falls on all of them rather than on whichever happened to run then."""
-    results: dict[K, list[R]] = {c: [] for c in contenders}
-    for r in range(rounds):
-        log.info("%s: round %d/%d", label, r + 1, rounds)
-        for contender in contenders:
-            results[contender].append(run(contender))
-    return results
+    return in_rounds(rounds, label, lambda: {contender: run(contender) for contender in contenders})
 
 
 def compare(
@@ -51,17 +58,34 @@ def compare(
     warmup: Callable[[Adapter], object],
     systems: Sequence[str] = ALL_SYSTEMS,
     batches: bool = False,
+    turns: int = 1,
 ) -> list[Measurement]:
     """Open each system on its own fresh file, warm it up, then run ``run`` (which returns a
-    value per metric) in alternating rounds.  Systems that cannot run get a status row."""
+    rate per metric) in alternating rounds.  Systems that cannot run get a status row.
+
+    Inside a round the systems take ``turns`` turns each (floor, durableq, ..., floor,
+    durableq, ...), so a burst of load shorter than a round still falls on all of them; a
+    round's rate is its turns' messages over their time (the harmonic mean of equal turns).
+    """
     skipped = unavailable(systems, batches)
     runnable = [name for name in systems if name not in skipped]
     adapters: dict[str, Adapter] = {}
+
+    def one_round() -> dict[str, dict[str, float]]:
+        rates: dict[str, list[dict[str, float]]] = {name: [] for name in runnable}
+        for _turn in range(turns):
+            for name in runnable:
+                rates[name].append(run(adapters[name]))
+        return {
+            name: {m.name: statistics.harmonic_mean([turn[m.name] for turn in per_turn]) for m in metrics}
+            for name, per_turn in rates.items()
+        }
+
     try:
         for name in runnable:
             adapters[name] = SystemSpec(name, cfg.path(key, case, name), durability).open()
             warmup(adapters[name])
-        results = alternate(runnable, cfg.rounds, lambda name: run(adapters[name]), f"{key} {case}")
+        results = in_rounds(cfg.rounds, f"{key} {case}", one_round)
     finally:
         for adapter in adapters.values():
             adapter.close()
@@ -76,8 +100,9 @@ def by_durability(
     make_run: Callable[[int], Run],
     *,
     batches: bool = False,
+    turns: int = 1,
 ) -> list[Measurement]:
-    """:func:`compare` once per durability level in ``counts`` (level -> how much work a round does)."""
+    """:func:`compare` once per durability level in ``counts`` (level -> the work of one turn)."""
     measurements: list[Measurement] = []
     for durability, count in counts.items():
         measurements += compare(
@@ -89,6 +114,7 @@ def by_durability(
             make_run(count),
             warmup=make_run(WARMUP),
             batches=batches,
+            turns=turns,
         )
     return measurements
 

@@ -294,7 +294,8 @@ def check_file(
     (counters are checked for them); with ``drained``, consumers ran last
     without kills until the queues were empty, so every message must have
     been delivered.  Raises AssertionError listing the violations; returns
-    figures: messages checked, operations journaled, late (legitimate) errors.
+    figures: messages checked, operations journaled, late (legitimate) errors,
+    and calls a kill cut between intent and result ("cut batches", ...).
     """
     dead_letters = dead_letters or {}
     queues = list(queues)
@@ -317,8 +318,6 @@ def check_file(
         check_all_delivered(history, stored, queues, problems)
         check_fifo_order(history, problems)
     problems.raise_if_any(where or str(path))
-    return Counter(
-        messages=len(history.stories),
-        operations=history.operations,
-        late_errors=late,
-    )
+    figures = Counter(messages=len(history.stories), operations=history.operations, late_errors=late)
+    figures.update({f"cut {kind}": n for kind, n in history.interrupted().items()})
+    return figures

@@ -55,6 +55,12 @@ class Fleet:
         self.failures: list[str] = []
         folder.mkdir(parents=True, exist_ok=True)
 
+    def __enter__(self) -> Fleet:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.kill_all()  # whatever happened, leave no role process behind
+
     def add(self, name: str, **config: Any) -> Slot:
         slot = self.slots[name] = Slot(name, config)
         self.start(slot)

@@ -11,6 +11,10 @@ from .journal import Entry
 TOLERANCE = 0.002
 #: Journal lines that report a call that returned.
 _OPERATIONS = {"sent", "batch-sent", "recv", "deleted", "delb-done", "cv-done"}
+#: Intent lines, the lines that close them, and the error ops that close them instead; by kind of call.
+_INTENTS = {"send-intent": "sends", "batch-intent": "batches", "del-intent": "deletes", "delb-intent": "batch deletes"}
+_RESULTS = {"sent": "sends", "batch-sent": "batches", "deleted": "deletes", "delb-done": "batch deletes"}
+_ERROR_OPS = {"send": "sends", "send_batch": "batches", "delete": "deletes", "delete_batch": "batch deletes"}
 
 
 @dataclass(slots=True)
@@ -88,10 +92,27 @@ class History:
         self.incarnations: dict[str, Incarnation] = {}
         self.receipt_of_handle: dict[str, Receipt] = {}
         self.operations = sum(entry.kind in _OPERATIONS for entry in entries)
+        # (journal, kind) -> intents not yet matched by a result or an error
+        self._open_calls: Counter[tuple[str, str]] = Counter()
+        for entry in entries:
+            if entry.kind in _INTENTS:
+                self._open_calls[(entry.source, _INTENTS[entry.kind])] += 1
+            elif entry.kind in _RESULTS or (
+                entry.kind == "error" and entry["op"] in _ERROR_OPS and not entry.get("batch_entry")
+            ):
+                key = _RESULTS.get(entry.kind) or _ERROR_OPS[entry["op"]]
+                self._open_calls[(entry.source, key)] -= 1
         for entry in entries:
             getattr(self, "_" + entry.kind.replace("-", "_"), self._ignore)(entry)
 
     # -- questions ------------------------------------------------------------
+
+    def interrupted(self) -> Counter[str]:
+        """Calls a kill cut between their intent and their result, by kind (sends, batches, deletes)."""
+        cut: Counter[str] = Counter()
+        for (_, kind), open_calls in self._open_calls.items():
+            cut[kind] += max(open_calls, 0)
+        return cut
 
     def killed(self, queue: str | None = None) -> int:
         """Process runs that never logged a clean stop (receiving from ``queue``, if given)."""

@@ -123,7 +123,7 @@ class JournaledQueue:
             message_id, handle = items[int(failure.id)]
             self._journal.write(
                 "error", q=self.name, op="delete", code=failure.code, msg=failure.message,
-                b=before, a=after, id=message_id, h=handle,
+                b=before, a=after, id=message_id, h=handle, batch_entry=True,
             )
         for handle in handles:
             self._held.pop(handle, None)

@@ -72,12 +72,11 @@ def check_copy(copy: Path, history: History) -> int:
 def power_loss_run(folder: Path, rng: random.Random, snapshots: int, every: tuple[float, float]) -> Counter[str]:
     db = folder / "power.db"
     create_queues(db)
-    fleet = Fleet(folder / "journals", rng)
-    for number in range(2):
-        fleet.add(f"producer-{number}", role="producer", db=str(db), pause=(0.0, 0.01),
-                  queues=[{"name": STANDARD, "groups": None}, {"name": FIFO, "groups": GROUPS}])
-    figures: Counter[str] = Counter()
-    try:
+    with Fleet(folder / "journals", rng) as fleet:
+        for number in range(2):
+            fleet.add(f"producer-{number}", role="producer", db=str(db), pause=(0.0, 0.01),
+                      queues=[{"name": STANDARD, "groups": None}, {"name": FIFO, "groups": GROUPS}])
+        figures: Counter[str] = Counter()
         for number in range(snapshots):
             time.sleep(rng.uniform(*every))
             fleet.raise_failures()
@@ -88,6 +87,4 @@ def power_loss_run(folder: Path, rng: random.Random, snapshots: int, every: tupl
             figures["messages"] = max(figures["messages"], held)
             figures["snapshots"] += 1
             shutil.rmtree(copy)
-    finally:
-        fleet.kill_all()
-    return figures
+        return figures

@@ -65,20 +65,20 @@ def crash_run(folder: Path, rng: random.Random, rounds: int, seconds: float, eve
     """Producers, consumers and workers on a standard and a FIFO queue, SIGKILLed at random."""
     db = folder / "crash.db"
     create_queues(db)
-    fleet = Fleet(folder / "journals", rng)
-    for name, groups in ((STANDARD, None), (FIFO, GROUPS)):
-        fleet.add(f"producer-{name}", role="producer", db=str(db), queues=[{"name": name, "groups": groups}],
-                  delay_share=0.1, pause=(0.0, 0.03))
-        fleet.add(f"consumer-{name}", role="consumer", db=str(db), queue=name)
-        fleet.add(f"worker-{name}", role="worker", db=str(db), queue=name, concurrency=2)
-    queues = [STANDARD, FIFO]
+    with Fleet(folder / "journals", rng) as fleet:
+        for name, groups in ((STANDARD, None), (FIFO, GROUPS)):
+            fleet.add(f"producer-{name}", role="producer", db=str(db), queues=[{"name": name, "groups": groups}],
+                      delay_share=0.1, batch_share=0.5, pause=(0.0, 0.01))
+            fleet.add(f"consumer-{name}", role="consumer", db=str(db), queue=name)
+            fleet.add(f"worker-{name}", role="worker", db=str(db), queue=name, concurrency=2)
+        queues = [STANDARD, FIFO]
 
-    def check(where: str) -> Counter[str]:
-        return check_file(db, fleet.folder, queues=queues, where=f"crash run, {where}")
+        def check(where: str) -> Counter[str]:
+            return check_file(db, fleet.folder, queues=queues, where=f"crash run, {where}")
 
-    figures = _rounds(fleet, rounds, seconds, every, check)
-    _drain(fleet, db, queues)
-    return _final(figures, check_file(db, fleet.folder, queues=queues, drained=True, where="crash run, after the drain"), fleet)
+        figures = _rounds(fleet, rounds, seconds, every, check)
+        _drain(fleet, db, queues)
+        return _final(figures, check_file(db, fleet.folder, queues=queues, drained=True, where="crash run, after the drain"), fleet)
 
 
 def _final(figures: Counter[str], last: Counter[str], fleet: Fleet) -> Counter[str]:
@@ -93,18 +93,18 @@ def concurrency_run(folder: Path, rng: random.Random, seconds: float, processes:
     """``processes`` processes each sending and receiving on both queues, no kills: counters exact."""
     db = folder / "busy.db"
     create_queues(db)
-    fleet = Fleet(folder / "journals", rng)
-    until = time.time() + seconds
-    queues = [{"name": STANDARD, "groups": None}, {"name": FIFO, "groups": GROUPS}]
-    for number in range(processes):
-        # Every message is deleted or released (never left to time out), so no delete comes late.
-        fleet.add(f"mixed-{number}", role="mixed", db=str(db), queues=queues, until=until, vt=30,
-                  pause=(0.0, 0.005), delete_share=0.9, release_share=0.1, wait=0)
-    fleet.wait_all(timeout=seconds + 120)
-    fleet.raise_failures()
-    _drain(fleet, db, [STANDARD, FIFO], vt=30)
-    last = check_file(db, fleet.folder, queues=[STANDARD, FIFO], drained=True, where="concurrency run")
-    return _final(Counter(processes=processes), last, fleet)
+    with Fleet(folder / "journals", rng) as fleet:
+        until = time.time() + seconds
+        queues = [{"name": STANDARD, "groups": None}, {"name": FIFO, "groups": GROUPS}]
+        for number in range(processes):
+            # Every message is deleted or released (never left to time out), so no delete comes late.
+            fleet.add(f"mixed-{number}", role="mixed", db=str(db), queues=queues, until=until, vt=30,
+                      pause=(0.0, 0.005), delete_share=0.9, release_share=0.1, wait=0)
+        fleet.wait_all(timeout=seconds + 120)
+        fleet.raise_failures()
+        _drain(fleet, db, [STANDARD, FIFO], vt=30)
+        last = check_file(db, fleet.folder, queues=[STANDARD, FIFO], drained=True, where="concurrency run")
+        return _final(Counter(processes=processes), last, fleet)
 
 
 def dead_letter_run(folder: Path, rng: random.Random, rounds: int, seconds: float, every: tuple[float, float]) -> Counter[str]:
@@ -119,24 +119,24 @@ def dead_letter_run(folder: Path, rng: random.Random, rounds: int, seconds: floa
                 source, fifo=fifo, visibility_timeout=1, redrive_policy=RedrivePolicy(target, rng.choice([1, 2])),
                 **({"content_based_deduplication": True} if fifo else {}),
             )
-    fleet = Fleet(folder / "journals", rng)
-    fleet.add("producer", role="producer", db=str(db), pause=(0.0, 0.05), vt=1,
-              queues=[{"name": "dl", "groups": None}, {"name": "dl.fifo", "groups": GROUPS}])
-    for source in dead_letters:
-        for number in range(2):
-            fleet.add(f"consumer-{source}-{number}", role="consumer", db=str(db), queue=source, vt=1,
-                      delete_share=0.0, release_share=0.3)
-    queues = list(dead_letters)
+    with Fleet(folder / "journals", rng) as fleet:
+        fleet.add("producer", role="producer", db=str(db), pause=(0.0, 0.05), vt=1,
+                  queues=[{"name": "dl", "groups": None}, {"name": "dl.fifo", "groups": GROUPS}])
+        for source in dead_letters:
+            for number in range(2):
+                fleet.add(f"consumer-{source}-{number}", role="consumer", db=str(db), queue=source, vt=1,
+                          delete_share=0.0, release_share=0.3)
+        queues = list(dead_letters)
 
-    def check(where: str) -> Counter[str]:
-        return check_file(db, fleet.folder, queues=queues, dead_letters=dead_letters, where=f"dead-letter run, {where}")
+        def check(where: str) -> Counter[str]:
+            return check_file(db, fleet.folder, queues=queues, dead_letters=dead_letters, where=f"dead-letter run, {where}")
 
-    figures = _rounds(fleet, rounds, seconds, every, check)
-    # Receive until every message has moved: the sources empty, each message once, in its dead-letter queue.
-    _drain(fleet, db, queues, vt=1, delete_share=0.0, release_share=1.0)
-    last = check("after the drain")
-    for row in store.rows(db):
-        assert row.queue in dead_letters.values() and dead_letters.get(row.dead_letter_source or "") == row.queue, (
-            f"after the drain message {row.message_id} is in {row.queue!r} (from {row.dead_letter_source!r})"
-        )
-    return _final(figures, last, fleet)
+        figures = _rounds(fleet, rounds, seconds, every, check)
+        # Receive until every message has moved: the sources empty, each message once, in its dead-letter queue.
+        _drain(fleet, db, queues, vt=1, delete_share=0.0, release_share=1.0)
+        last = check("after the drain")
+        for row in store.rows(db):
+            assert row.queue in dead_letters.values() and dead_letters.get(row.dead_letter_source or "") == row.queue, (
+                f"after the drain message {row.message_id} is in {row.queue!r} (from {row.dead_letter_source!r})"
+            )
+        return _final(figures, last, fleet)

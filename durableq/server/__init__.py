@@ -5,7 +5,7 @@
     boto3.client("sqs", endpoint_url=server.url, region_name="us-east-1", ...)
     server.shutdown()
 
-``run(...)`` does the same in the foreground until SIGINT or SIGTERM; the
+``run(...)`` serves until SIGINT or SIGTERM, for a main program; the
 ``durableq serve`` command and ``python -m durableq.server`` call it.  Both
 speak AWS JSON 1.0 and the query protocol, and every SQS rule is the
 library's: the server only translates.
@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import durableq
 
@@ -34,7 +35,7 @@ Credentials = str | os.PathLike[str] | Mapping[str, str] | None
 
 
 class Server:
-    """A bound endpoint: ``url`` to give clients, ``shutdown()`` to stop it and close the file."""
+    """A running endpoint: ``url`` to give clients, ``shutdown()`` to stop it and close the file."""
 
     def __init__(self, http: SQSServer, broker: durableq.Broker) -> None:
         self._http = http
@@ -49,24 +50,15 @@ class Server:
     def db(self) -> Path:
         return self._broker.path
 
-    def serve_forever(self) -> None:
-        """Serve in this thread until :meth:`stop` is called from another one."""
-        self._http.serve_forever()
-
-    def start(self) -> Server:
-        """Serve in a background thread."""
-        self._thread = threading.Thread(target=self.serve_forever, name="durableq-server", daemon=True)
+    def _start(self) -> Server:
+        self._thread = threading.Thread(target=self._http.serve_forever, name="durableq-server", daemon=True)
         self._thread.start()
         return self
-
-    def stop(self) -> None:
-        """Make ``serve_forever`` return (blocks until it has; call it from another thread)."""
-        self._http.shutdown()
 
     def shutdown(self) -> None:
         """Stop serving, then close the port and the database (requests still running get an error)."""
         if self._thread is not None:
-            self.stop()
+            self._http.shutdown()
             self._thread.join()
             self._thread = None
         self._http.server_close()
@@ -81,7 +73,7 @@ class Server:
         self.shutdown()
 
 
-def create(
+def serve(
     db: str | os.PathLike[str],
     *,
     host: str = DEFAULT_HOST,
@@ -91,7 +83,7 @@ def create(
     credentials: Credentials = None,
     durability: str = "full",
 ) -> Server:
-    """Open the database and bind the port, without serving yet (port 0 picks a free one).
+    """Open the database, bind the port (0 picks a free one) and serve in a background thread.
 
     ``credentials`` is a credentials file (lines ``ACCESS_KEY_ID SECRET``) or a
     mapping of access key id to secret; with it, every request must carry a
@@ -106,12 +98,7 @@ def create(
     except BaseException:
         broker.close()
         raise
-    return Server(http, broker)
-
-
-def serve(db: str | os.PathLike[str], **options: object) -> Server:
-    """Start an endpoint in a background thread (the options of :func:`create`) and return it."""
-    return create(db, **options).start()  # type: ignore[arg-type]
+    return Server(http, broker)._start()
 
 
 def announce(server: Server) -> None:
@@ -120,24 +107,19 @@ def announce(server: Server) -> None:
 
 
 def run(
-    db: str | os.PathLike[str], *, on_ready: Callable[[Server], None] | None = announce, **options: object
+    db: str | os.PathLike[str], *, on_ready: Callable[[Server], None] | None = announce, **options: Any
 ) -> None:
-    """Serve in the foreground until SIGINT or SIGTERM; ``on_ready`` is called once it listens."""
-    server = create(db, **options)  # type: ignore[arg-type]
-
-    def stop(signum: int, frame: object) -> None:
-        # stop() waits for serve_forever to return: it cannot run in the serving thread.
-        threading.Thread(target=server.stop, daemon=True).start()
-
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    """:func:`serve` until SIGINT or SIGTERM (call it from the main thread); ``on_ready`` runs once it listens."""
+    stopping = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stopping.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        if on_ready is not None:
-            on_ready(server)
-        server.serve_forever()
+        with serve(db, **options) as server:
+            if on_ready is not None:
+                on_ready(server)
+            stopping.wait()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        server.shutdown()
 
 
 __all__ = [
@@ -149,7 +131,6 @@ __all__ = [
     "MAX_REQUEST_BYTES",
     "Server",
     "announce",
-    "create",
     "load_credentials",
     "run",
     "serve",

@@ -18,6 +18,7 @@ its messages or none, and every DurableQError a process saw was legitimate.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -62,12 +63,16 @@ def check_nothing_lost(history: History, stored: Mapping[str, list[store.Row]], 
             problems.add(f"LOST: {_describe(story)}: {how}, but it is not stored and no process deleted it")
 
 
-def check_deleted_stay_deleted(history: History, stored: Mapping[str, list[store.Row]], problems: Problems) -> None:
+def check_deleted_stay_deleted(
+    history: History, stored: Mapping[str, list[store.Row]], problems: Problems
+) -> None:
     for story in history.stories.values():
         if story.deleted_at is None:
             continue
         if story.message_id in stored:
-            problems.add(f"BACK: {_describe(story)}: a delete returned at {story.deleted_at:.3f}, but it is stored")
+            problems.add(
+                f"BACK: {_describe(story)}: a delete returned at {story.deleted_at:.3f}, but it is stored"
+            )
         for receipt in story.receipts:
             if receipt.before > story.deleted_at:
                 problems.add(
@@ -82,7 +87,7 @@ def check_deleted_stay_deleted(history: History, stored: Mapping[str, list[store
 def check_one_holder(history: History, problems: Problems) -> None:
     for story in history.stories.values():
         receipts = sorted(story.receipts, key=lambda r: r.count)
-        for previous, current in zip(receipts, receipts[1:]):
+        for previous, current in itertools.pairwise(receipts):
             if previous.count == current.count:
                 problems.add(
                     f"TWICE: {_describe(story)}: two receives returned receive count {current.count} "
@@ -93,7 +98,8 @@ def check_one_holder(history: History, problems: Problems) -> None:
             if current.after < lease_end - TOLERANCE:
                 problems.add(
                     f"TWO HOLDERS: {_describe(story)}: receive {previous.count} at {previous.call[0]}:"
-                    f"{previous.call[1]} (from {previous.before:.3f}, visibility {previous.visibility_timeout} s, "
+                    f"{previous.call[1]} (from {previous.before:.3f}, "
+                    f"visibility {previous.visibility_timeout} s, "
                     f"held until at least {lease_end:.3f}) and receive {current.count} at {current.call[0]}:"
                     f"{current.call[1]}, which had returned by {current.after:.3f}"
                 )
@@ -113,7 +119,9 @@ def check_fifo_groups_blocked(history: History, problems: Problems) -> None:
             receipt = story.receipts[index]
             # Held from its commit (by receipt.after) until its lease may have ended (the database's
             # clock: with its tolerance) or its delete began (our clock: exact).
-            until = min(story.lease_end(receipt) - TOLERANCE, story.delete_intents.get(receipt.handle, float("inf")))
+            until = min(
+                story.lease_end(receipt) - TOLERANCE, story.delete_intents.get(receipt.handle, float("inf"))
+            )
             first = bisect.bisect_right(starts, receipt.after)
             for _, other, other_index in held[first:]:
                 other_receipt = other.receipts[other_index]
@@ -121,7 +129,8 @@ def check_fifo_groups_blocked(history: History, problems: Problems) -> None:
                     break
                 if other is not story and other_receipt.after < until:
                     problems.add(
-                        f"GROUP HELD: FIFO group {group!r} of {queue!r}: {_describe(other)} was handed out at "
+                        f"GROUP HELD: FIFO group {group!r} of {queue!r}: {_describe(other)} "
+                        "was handed out at "
                         f"{other_receipt.call[0]}:{other_receipt.call[1]} while {_describe(story)} was held "
                         f"(until at least {until:.3f})"
                     )
@@ -130,7 +139,9 @@ def check_fifo_groups_blocked(history: History, problems: Problems) -> None:
 # -- 4: delivered, in order ---------------------------------------------------------
 
 
-def check_all_delivered(history: History, stored: Mapping[str, list[store.Row]], queues: Iterable[str], problems: Problems) -> None:
+def check_all_delivered(
+    history: History, stored: Mapping[str, list[store.Row]], queues: Iterable[str], problems: Problems
+) -> None:
     drained = set(queues)
     for story in history.stories.values():
         if not story.receipts:
@@ -138,7 +149,9 @@ def check_all_delivered(history: History, stored: Mapping[str, list[store.Row]],
     for rows in stored.values():
         for row in rows:
             if row.queue in drained:
-                problems.add(f"LEFT: message {row.message_id} is still stored in {row.queue!r} after the drain")
+                problems.add(
+                    f"LEFT: message {row.message_id} is still stored in {row.queue!r} after the drain"
+                )
 
 
 def check_fifo_order(history: History, problems: Problems) -> None:
@@ -148,7 +161,7 @@ def check_fifo_order(history: History, problems: Problems) -> None:
         if story.group is not None and story.receipts:
             groups[(story.queue, story.group)].append(story)
     for (queue, group), stories in groups.items():
-        stories.sort(key=lambda s: s.sequence)
+        stories.sort(key=lambda s: s.sequence or 0)  # FIFO messages always have one
         firsts = [min(s.receipts, key=lambda r: r.count) for s in stories]
         for (earlier, first_i), (later, first_j) in zip(zip(stories, firsts), zip(stories[1:], firsts[1:])):
             if first_i.call == first_j.call:
@@ -157,7 +170,8 @@ def check_fifo_order(history: History, problems: Problems) -> None:
                 out_of_order = first_j.after < first_i.before  # j's receive had returned before i's began
             if out_of_order:
                 problems.add(
-                    f"ORDER: FIFO group {group!r} of {queue!r}: {_describe(later)} (sequence {later.sequence}) "
+                    f"ORDER: FIFO group {group!r} of {queue!r}: {_describe(later)} "
+                    f"(sequence {later.sequence}) "
                     f"was first received before {_describe(earlier)} (sequence {earlier.sequence})"
                 )
 
@@ -165,7 +179,12 @@ def check_fifo_order(history: History, problems: Problems) -> None:
 # -- the rest: phantoms, duplicates, batches, errors ------------------------------
 
 
-def check_no_phantoms(history: History, stored: Mapping[str, list[store.Row]], dead_letters: Mapping[str, str], problems: Problems) -> None:
+def check_no_phantoms(
+    history: History,
+    stored: Mapping[str, list[store.Row]],
+    dead_letters: Mapping[str, str],
+    problems: Problems,
+) -> None:
     """Every stored or received message was sent by someone, to that queue (or moved to its DLQ), once."""
     for message_id, rows in stored.items():
         if len(rows) > 1:
@@ -173,7 +192,9 @@ def check_no_phantoms(history: History, stored: Mapping[str, list[store.Row]], d
         for row in rows:
             intent = history.intents.get(row.body)
             if intent is not None and row.queue not in (intent.queue, dead_letters.get(intent.queue)):
-                problems.add(f"MISPLACED: message {message_id} was sent to {intent.queue!r} but is in {row.queue!r}")
+                problems.add(
+                    f"MISPLACED: message {message_id} was sent to {intent.queue!r} but is in {row.queue!r}"
+                )
     bodies: dict[str, set[str]] = defaultdict(set, {b: set(ids) for b, ids in history.ids_of_body.items()})
     for message_id, rows in stored.items():
         for row in rows:
@@ -191,7 +212,9 @@ def check_batches_whole(history: History, stored: Mapping[str, list[store.Row]],
     for (source, line), bodies in history.batches.items():
         present = sum(body in exists for body in bodies)
         if present not in (0, len(bodies)):
-            problems.add(f"TORN BATCH: the batch of {source}:{line} left {present} of its {len(bodies)} messages")
+            problems.add(
+                f"TORN BATCH: the batch of {source}:{line} left {present} of its {len(bodies)} messages"
+            )
     for entry in history.batch_failures:
         problems.add(f"BATCH ENTRY FAILED at {entry.source}:{entry.line}: {entry['failed']}")
 
@@ -232,7 +255,10 @@ def check_stats(path: Path, stored: Mapping[str, list[store.Row]], problems: Pro
                 + stats.approximate_number_of_messages_delayed
             )
             if total != per_queue[name]:
-                problems.add(f"STATS: {name!r}: stats() counts {total} messages ({stats}); the file holds {per_queue[name]}")
+                problems.add(
+                    f"STATS: {name!r}: stats() counts {total} messages ({stats}); "
+                    f"the file holds {per_queue[name]}"
+                )
 
 
 def check_counters(

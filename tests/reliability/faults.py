@@ -65,6 +65,10 @@ def probe(path: Path, queue: str = "jobs", busy_timeout: float = 10.0) -> dict[s
             opened.append(durableq.open(path, busy_timeout=busy_timeout))
         return opened[0]
 
+    def close() -> None:
+        for broker in opened:
+            broker.close()
+
     calls: dict[str, Callable[[], Any]] = {
         "open": broker,
         "list_queues": lambda: broker().list_queues(),
@@ -73,7 +77,7 @@ def probe(path: Path, queue: str = "jobs", busy_timeout: float = 10.0) -> dict[s
         "receive": lambda: broker().get_queue(queue).receive(10),
         "stats": lambda: broker().get_queue(queue).stats(),
         "create_queue": lambda: broker().create_queue("probe-queue"),
-        "close": lambda: opened and opened[0].close(),
+        "close": close,
     }
     return {op: attempt(op, call) for op, call in calls.items()}
 
@@ -94,7 +98,9 @@ def sample_file(path: Path, messages: int = 3000) -> Path:
 def _only_durableq_errors(outcomes: dict[str, Outcome], problems: Problems, where: str) -> None:
     for outcome in outcomes.values():
         if outcome.error is not None and not outcome.durableq_error:
-            problems.add(f"{where}: {outcome.op} raised {outcome.error}, not a DurableQError:\n{outcome.message}")
+            problems.add(
+                f"{where}: {outcome.op} raised {outcome.error}, not a DurableQError:\n{outcome.message}"
+            )
 
 
 # -- a damaged file -----------------------------------------------------------------
@@ -102,7 +108,12 @@ def _only_durableq_errors(outcomes: dict[str, Outcome], problems: Problems, wher
 
 def _pages(path: Path, table: str, kind: str) -> list[int]:
     with store.reading(path) as conn:
-        return [n for (n,) in conn.execute("SELECT pageno FROM dbstat WHERE name = ? AND pagetype = ?", (table, kind))]
+        return [
+            n
+            for (n,) in conn.execute(
+                "SELECT pageno FROM dbstat WHERE name = ? AND pagetype = ?", (table, kind)
+            )
+        ]
 
 
 #: How ``damage`` can spoil a good file.
@@ -244,7 +255,10 @@ def check_read_only(folder: Path, case: str) -> dict[str, Outcome]:
         if outcome.error is None:
             problems.add(f"{case}: {op} succeeded on a file the process may not write")
         elif outcome.error not in ("DatabaseReadOnly", "DatabaseError") or str(path) not in outcome.message:
-            problems.add(f"{case}: {op} raised {outcome.error}: {outcome.message!r}; expected a DatabaseError naming the file")
+            problems.add(
+                f"{case}: {op} raised {outcome.error}: {outcome.message!r}; "
+                "expected a DatabaseError naming the file"
+            )
     if owners is not None and sha256(path) != before:
         problems.add(f"{case}: the file's bytes changed")
     problems.raise_if_any(case)
@@ -270,7 +284,7 @@ def permissive_folder(parent: Path | None = None) -> Iterator[Path]:
 def _tmpfs(folder: Path, size: int) -> bool:
     folder.mkdir(parents=True, exist_ok=True)
     mount = ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)]
-    return subprocess.run(mount, capture_output=True).returncode == 0
+    return subprocess.run(mount, capture_output=True, check=False).returncode == 0
 
 
 def tmpfs_works(folder: Path) -> bool:
@@ -301,9 +315,17 @@ def check_disk_full(folder: Path, how: str) -> Counter[str]:
         db = data / "full.db"
         shutil.copyfile(seed, db)
         journal = folder / "filler.jsonl"
-        config = {"role": "filler", "db": str(db), "journal": str(journal), "seed": 0, "queue": "jobs",
-                  "file_size_limit": size + (256 << 10) if how == "rlimit" else None}
-        assert launch(config, journal.with_suffix(".err")).wait(120) == 0, journal.with_suffix(".err").read_text()
+        config = {
+            "role": "filler",
+            "db": str(db),
+            "journal": str(journal),
+            "seed": 0,
+            "queue": "jobs",
+            "file_size_limit": size + (256 << 10) if how == "rlimit" else None,
+        }
+        assert launch(config, journal.with_suffix(".err")).wait(120) == 0, journal.with_suffix(
+            ".err"
+        ).read_text()
         return _check_filled(db, journal, how)
     finally:
         if how == "tmpfs":
@@ -319,10 +341,14 @@ def _check_filled(db: Path, journal: Path, how: str) -> Counter[str]:
     for error in errors:
         text = error["msg"].replace(str(db), "the file").lower()  # the path itself may say "full"
         clear = error["code"] == "DatabaseFull" or (
-            error["code"] == "DatabaseError" and any(w in text for w in ("full", "space", "size limit", "too large"))
+            error["code"] == "DatabaseError"
+            and any(w in text for w in ("full", "space", "size limit", "too large"))
         )
         if not clear:
-            problems.add(f"{how}: a send that ran out of room raised {error['code']}: {error['msg']!r}, which does not say so")
+            problems.add(
+                f"{how}: a send that ran out of room raised {error['code']}: {error['msg']!r}, "
+                "which does not say so"
+            )
     verdict = store.integrity(db)
     if verdict != "ok":
         problems.add(f"{how}: integrity_check after the disk filled: {verdict}")
@@ -330,15 +356,20 @@ def _check_filled(db: Path, journal: Path, how: str) -> Counter[str]:
     problems.raise_if_any(f"disk full ({how})")
     acknowledged = sum(e.kind == "sent" for e in entries)
     (left_open,) = [e["paths"] for e in entries if e.kind == "open-files"]
-    return Counter(faults=1, messages=acknowledged, close_errors=sum(e.kind == "close-error" for e in entries),
-                   files_left_open=len(left_open))
+    return Counter(
+        faults=1,
+        messages=acknowledged,
+        close_errors=sum(e.kind == "close-error" for e in entries),
+        files_left_open=len(left_open),
+    )
 
 
 # -- a held lock ------------------------------------------------------------------------
 
 
 def check_locked(folder: Path, exclusive: bool, busy_timeout: float = 0.5) -> dict[str, Outcome]:
-    """Another process holds the write lock: writes wait, then raise DatabaseLocked naming the busy timeout."""
+    """Another process holds the write lock: writes wait, then raise DatabaseLocked naming the busy
+    timeout (with an exclusive lock, reads too)."""
     db = sample_file(folder / "locked.db", messages=10)
     journal = folder / "locker.jsonl"
     config = {"role": "locker", "db": str(db), "journal": str(journal), "seed": 0, "exclusive": exclusive}
@@ -357,11 +388,16 @@ def check_locked(folder: Path, exclusive: bool, busy_timeout: float = 0.5) -> di
     for op in must_fail:
         outcome = outcomes[op]
         if outcome.error != "DatabaseLocked" or f"{busy_timeout:g} s" not in outcome.message:
-            problems.add(f"{where}: {op} gave {outcome.error}: {outcome.message!r}; expected DatabaseLocked naming the busy timeout")
+            problems.add(
+                f"{where}: {op} gave {outcome.error}: {outcome.message!r}; "
+                "expected DatabaseLocked naming the busy timeout"
+            )
     if not exclusive:
         for op in READS:
             if outcomes[op].error is not None:
-                problems.add(f"{where}: {op} failed beside a writer: {outcomes[op].error}: {outcomes[op].message}")
+                problems.add(
+                    f"{where}: {op} failed beside a writer: {outcomes[op].error}: {outcomes[op].message}"
+                )
     verdict = store.integrity(db)
     if verdict != "ok" or len(store.rows(db)) != 10:
         problems.add(f"{where}: after the lock: integrity {verdict}, {len(store.rows(db))} of 10 messages")

@@ -16,7 +16,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,7 +55,7 @@ class Fleet:
         self.failures: list[str] = []
         folder.mkdir(parents=True, exist_ok=True)
 
-    def __enter__(self) -> Fleet:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -94,7 +94,9 @@ class Fleet:
             slot.finished = True
             if process.returncode != 0:
                 err = slot.journals[-1].with_suffix(".err").read_text(errors="replace")
-                self.failures.append(f"{slot.journals[-1].name} exited with {process.returncode}:\n{err[-3000:]}")
+                self.failures.append(
+                    f"{slot.journals[-1].name} exited with {process.returncode}:\n{err[-3000:]}"
+                )
 
     def chaos(self, seconds: float, every: tuple[float, float], only: list[str] | None = None) -> None:
         """For ``seconds``, SIGKILL a random running process every ``every`` seconds and restart it."""

@@ -29,11 +29,36 @@ SENTINEL = "sentinel-keep"  # holds messages the fuzzer must never damage; no st
 QUEUES = ("fuzz", "fuzz.fifo")
 
 SPECIAL_TEXT = [
-    "", " ", "\x00", "a\x00b", "\ud800", "\udfff", "a\udc80", "\ufeff", "\u202e", "\U0010ffff", "💥",
-    "x'; DROP TABLE messages; --", "%", "_", "*", "\\", "../../etc/passwd", "\n", "\t",
-    ".fifo", "fuzz", "fuzz.fifo", "other", "other.fifo", "A" * 81, "A" * 300,
+    "",
+    " ",
+    "\x00",
+    "a\x00b",
+    "\ud800",
+    "\udfff",
+    "a\udc80",
+    "\ufeff",
+    "\u202e",
+    "\U0010ffff",
+    "💥",
+    "x'; DROP TABLE messages; --",
+    "%",
+    "_",
+    "*",
+    "\\",
+    "../../etc/passwd",
+    "\n",
+    "\t",
+    ".fifo",
+    "fuzz",
+    "fuzz.fifo",
+    "other",
+    "other.fifo",
+    "A" * 81,
+    "A" * 300,
 ]
-lone_surrogates = st.text(st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF, exclude_categories=()), min_size=1, max_size=3)
+lone_surrogates = st.text(
+    st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF, exclude_categories=()), min_size=1, max_size=3
+)
 # Huge strings are built on demand (a literal in the list would make every repr huge).
 huge = st.sampled_from([5_000, 262_145, 1_100_000]).map(lambda n: "x" * n)
 short_text = st.one_of(st.sampled_from(SPECIAL_TEXT), st.text(max_size=40), lone_surrogates)
@@ -44,8 +69,15 @@ ints = st.one_of(
     st.integers(-(2**70), 2**70),
 )
 anything = st.one_of(
-    st.none(), st.booleans(), ints, st.floats(), text, st.binary(max_size=20),
-    st.lists(st.one_of(st.none(), ints, text), max_size=3), st.dictionaries(text, ints, max_size=2), st.just(object()),
+    st.none(),
+    st.booleans(),
+    ints,
+    st.floats(),
+    text,
+    st.binary(max_size=20),
+    st.lists(st.one_of(st.none(), ints, text), max_size=3),
+    st.dictionaries(text, ints, max_size=2),
+    st.just(object()),
 )
 
 
@@ -60,28 +92,61 @@ def maybe(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
 
 names = maybe(st.one_of(st.sampled_from(QUEUES), text))
 handles = st.one_of(
-    st.sampled_from(["1.1.0123456789abcdef.0123456789abcdef", "9999999999999999999.9999999999999999999.0123456789abcdef.0123456789abcdef"]),
+    st.sampled_from(
+        [
+            "1.1.0123456789abcdef.0123456789abcdef",
+            "9999999999999999999.9999999999999999999.0123456789abcdef.0123456789abcdef",
+        ]
+    ),
     st.from_regex(r"\d{1,19}\.\d{1,19}\.[0-9a-f]{16}\.[0-9a-f]{16}", fullmatch=True),
     text,
 )
-attribute_values = st.one_of(text, ints, st.floats(), st.binary(max_size=10), st.builds(Attribute, text, st.one_of(text, st.binary(max_size=10))))
+attribute_values = st.one_of(
+    text,
+    ints,
+    st.floats(),
+    st.binary(max_size=10),
+    st.builds(Attribute, text, st.one_of(text, st.binary(max_size=10))),
+)
 attributes = maybe(st.dictionaries(text, attribute_values, max_size=12))
 policies = st.one_of(
     st.builds(RedrivePolicy, names, maybe(ints)),
-    st.builds(RedriveAllowPolicy, maybe(st.sampled_from(["allowAll", "denyAll", "byQueue"])), maybe(st.lists(names, max_size=3))),
+    st.builds(
+        RedriveAllowPolicy,
+        maybe(st.sampled_from(["allowAll", "denyAll", "byQueue"])),
+        maybe(st.lists(names, max_size=3)),
+    ),
 )
-settings_keys = st.sampled_from([
-    "visibility_timeout", "delay_seconds", "retention_period", "receive_wait_time", "maximum_message_size",
-    "content_based_deduplication", "deduplication_scope", "redrive_policy", "redrive_allow_policy", "policy",
-    "kms_master_key_id", "kms_data_key_reuse_period", "sqs_managed_sse_enabled", "fifo_throughput_limit", "fifo", "bogus",
-])
+settings_keys = st.sampled_from(
+    [
+        "visibility_timeout",
+        "delay_seconds",
+        "retention_period",
+        "receive_wait_time",
+        "maximum_message_size",
+        "content_based_deduplication",
+        "deduplication_scope",
+        "redrive_policy",
+        "redrive_allow_policy",
+        "policy",
+        "kms_master_key_id",
+        "kms_data_key_reuse_period",
+        "sqs_managed_sse_enabled",
+        "fifo_throughput_limit",
+        "fifo",
+        "bogus",
+    ]
+)
 queue_settings = st.dictionaries(settings_keys, st.one_of(ints, policies, anything), max_size=4)
 
 
 def send_entries(group: bool) -> st.SearchStrategy[Any]:
     entry = st.builds(
-        SendEntry, maybe(st.sampled_from(["0", "1", "a_b", "x" * 80])), maybe(st.text(min_size=1, max_size=20)),
-        delay_seconds=st.one_of(st.none(), ints), attributes=st.one_of(st.none(), attributes),
+        SendEntry,
+        maybe(st.sampled_from(["0", "1", "a_b", "x" * 80])),
+        maybe(st.text(min_size=1, max_size=20)),
+        delay_seconds=st.one_of(st.none(), ints),
+        attributes=st.one_of(st.none(), attributes),
         group_id=st.one_of(st.none(), st.just("g") if group else st.none(), text),
         deduplication_id=st.one_of(st.none(), text),
     )
@@ -111,12 +176,35 @@ def calls(target: Target, data: st.DataObject) -> Call:
     """One public function with drawn arguments, ready to call."""
     draw = data.draw
     broker = target.broker
-    kind = draw(st.sampled_from([
-        "open", "create_queue", "get_queue", "list_queues", "delete_queue", "dead_letter_source_queues",
-        "start_message_move", "list_message_moves", "cancel_message_move",
-        "send", "send_batch", "receive", "delete", "delete_batch", "change_visibility", "change_visibility_batch",
-        "set_attributes", "tag", "untag", "peek", "add_permission", "remove_permission", "purge",
-    ]))
+    kind = draw(
+        st.sampled_from(
+            [
+                "open",
+                "create_queue",
+                "get_queue",
+                "list_queues",
+                "delete_queue",
+                "dead_letter_source_queues",
+                "start_message_move",
+                "list_message_moves",
+                "cancel_message_move",
+                "send",
+                "send_batch",
+                "receive",
+                "delete",
+                "delete_batch",
+                "change_visibility",
+                "change_visibility_batch",
+                "set_attributes",
+                "tag",
+                "untag",
+                "peek",
+                "add_permission",
+                "remove_permission",
+                "purge",
+            ]
+        )
+    )
     fifo = draw(st.booleans())
     known = st.sampled_from(target.handles) if target.handles else handles
     handle = st.one_of(known, handles, anything)
@@ -125,18 +213,32 @@ def calls(target: Target, data: st.DataObject) -> Call:
         component = draw(short_text.filter(lambda t: "/" not in t))
         inside = target.folder / "opened" / component
         path = draw(st.one_of(st.just(inside), st.just(str(inside)), not_a_path))
-        options = draw(st.fixed_dictionaries({}, optional={
-            "clock": st.one_of(st.none(), st.just(time.time), anything),
-            "durability": maybe(st.sampled_from(["full", "normal"])),
-            "busy_timeout": maybe(st.one_of(ints, st.floats())),
-        }))
+        options = draw(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "clock": st.one_of(st.none(), st.just(time.time), anything),
+                    "durability": maybe(st.sampled_from(["full", "normal"])),
+                    "busy_timeout": maybe(st.one_of(ints, st.floats())),
+                },
+            )
+        )
         return f"durableq.open({path!r}, **{options!r})", lambda: durableq.open(path, **options).close()
     if kind == "create_queue":
         arguments[kind] = ((draw(names),), {"fifo": draw(maybe(st.booleans())), **draw(queue_settings)})
-    elif kind in ("get_queue", "delete_queue", "dead_letter_source_queues", "list_message_moves", "list_queues"):
+    elif kind in (
+        "get_queue",
+        "delete_queue",
+        "dead_letter_source_queues",
+        "list_message_moves",
+        "list_queues",
+    ):
         arguments[kind] = ((draw(names),), {})
     elif kind == "start_message_move":
-        arguments[kind] = ((draw(names), draw(st.one_of(st.none(), names)), draw(st.one_of(st.none(), ints, anything))), {})
+        arguments[kind] = (
+            (draw(names), draw(st.one_of(st.none(), names)), draw(st.one_of(st.none(), ints, anything))),
+            {},
+        )
     elif kind == "cancel_message_move":
         arguments[kind] = ((draw(maybe(st.uuids().map(str))),), {})
     if kind in arguments:
@@ -144,27 +246,74 @@ def calls(target: Target, data: st.DataObject) -> Call:
         return f"broker.{kind}(*{args!r}, **{kwargs!r})", lambda: getattr(broker, kind)(*args, **kwargs)
     queue = target.queue(fifo)
     drawn: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
-        "send": lambda: ((draw(maybe(text)),), draw(st.fixed_dictionaries({}, optional={
-            "delay_seconds": maybe(ints), "attributes": attributes,
-            "group_id": maybe(st.one_of(st.just("g"), text)), "deduplication_id": maybe(text),
-        }))),
+        "send": lambda: (
+            (draw(maybe(text)),),
+            draw(
+                st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "delay_seconds": maybe(ints),
+                        "attributes": attributes,
+                        "group_id": maybe(st.one_of(st.just("g"), text)),
+                        "deduplication_id": maybe(text),
+                    },
+                )
+            ),
+        ),
         "send_batch": lambda: ((draw(send_entries(fifo)),), {}),
-        "receive": lambda: ((draw(maybe(ints)),), draw(st.fixed_dictionaries({"wait_time": st.sampled_from([0, None])}, optional={
-            "visibility_timeout": maybe(ints), "attempt_id": maybe(text),
-        }))),
+        "receive": lambda: (
+            (draw(maybe(ints)),),
+            draw(
+                st.fixed_dictionaries(
+                    {"wait_time": st.sampled_from([0, None])},
+                    optional={
+                        "visibility_timeout": maybe(ints),
+                        "attempt_id": maybe(text),
+                    },
+                )
+            ),
+        ),
         "delete": lambda: ((draw(handle),), {}),
-        "delete_batch": lambda: ((draw(maybe(st.lists(st.one_of(handle, st.tuples(text, handle)), max_size=12))),), {}),
+        "delete_batch": lambda: (
+            (draw(maybe(st.lists(st.one_of(handle, st.tuples(text, handle)), max_size=12))),),
+            {},
+        ),
         "change_visibility": lambda: ((draw(handle), draw(maybe(ints))), {}),
-        "change_visibility_batch": lambda: ((draw(maybe(st.lists(st.one_of(st.tuples(handle, ints), st.tuples(text, handle, ints)), max_size=12))),), {}),
+        "change_visibility_batch": lambda: (
+            (
+                draw(
+                    maybe(
+                        st.lists(
+                            st.one_of(st.tuples(handle, ints), st.tuples(text, handle, ints)), max_size=12
+                        )
+                    )
+                ),
+            ),
+            {},
+        ),
         "set_attributes": lambda: ((), draw(queue_settings)),
         "tag": lambda: ((), draw(st.dictionaries(text, maybe(text), max_size=4))),
         "untag": lambda: (tuple(draw(st.lists(maybe(text), max_size=4))), {}),
-        "peek": lambda: ((), draw(st.fixed_dictionaries({}, optional={
-            "state": maybe(st.sampled_from(["visible", "in_flight", "delayed"])), "limit": maybe(ints),
-        }))),
-        "add_permission": lambda: ((draw(maybe(text)), draw(maybe(st.lists(st.one_of(st.just("123456789012"), text), max_size=3))),
-                                    draw(maybe(st.lists(st.one_of(st.just("SendMessage"), text), max_size=3)))),
-                                   draw(st.fixed_dictionaries({}, optional={"resource": maybe(text)}))),
+        "peek": lambda: (
+            (),
+            draw(
+                st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "state": maybe(st.sampled_from(["visible", "in_flight", "delayed"])),
+                        "limit": maybe(ints),
+                    },
+                )
+            ),
+        ),
+        "add_permission": lambda: (
+            (
+                draw(maybe(text)),
+                draw(maybe(st.lists(st.one_of(st.just("123456789012"), text), max_size=3))),
+                draw(maybe(st.lists(st.one_of(st.just("SendMessage"), text), max_size=3))),
+            ),
+            draw(st.fixed_dictionaries({}, optional={"resource": maybe(text)})),
+        ),
         "remove_permission": lambda: ((draw(maybe(text)),), {}),
         "purge": lambda: ((), {}),
     }[kind]  # type: ignore[assignment]
@@ -217,12 +366,10 @@ def fuzz(folder: Path, max_examples: int, offenders: Counter[str] | None = None)
     broker, sentinel = prepare(folder)
     count = [0]
 
-    @settings(
-        max_examples=max_examples,
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-        database=None if offenders is not None else settings.default.database,
-    )
+    # The long mode explores afresh each time rather than replaying the failures saved by the tests.
+    fresh: dict[str, Any] = {"database": None} if offenders is not None else {}
+
+    @settings(max_examples=max_examples, deadline=None, suppress_health_check=list(HealthCheck), **fresh)
     @given(data=st.data())
     def run(data: st.DataObject) -> None:
         target = Target(folder, broker)

@@ -12,7 +12,12 @@ TOLERANCE = 0.002
 #: Journal lines that report a call that returned.
 _OPERATIONS = {"sent", "batch-sent", "recv", "deleted", "delb-done", "cv-done"}
 #: Intent lines, the lines that close them, and the error ops that close them instead; by kind of call.
-_INTENTS = {"send-intent": "sends", "batch-intent": "batches", "del-intent": "deletes", "delb-intent": "batch deletes"}
+_INTENTS = {
+    "send-intent": "sends",
+    "batch-intent": "batches",
+    "del-intent": "deletes",
+    "delb-intent": "batch deletes",
+}
 _RESULTS = {"sent": "sends", "batch-sent": "batches", "deleted": "deletes", "delb-done": "batch deletes"}
 _ERROR_OPS = {"send": "sends", "send_batch": "batches", "delete": "deletes", "delete_batch": "batch deletes"}
 
@@ -178,7 +183,14 @@ class History:
             if story.sequence is None and sequence is not None:  # the send's, when it was logged
                 story.sequence = int(sequence)
             receipt = Receipt(
-                message_id, handle, count, entry["b"], entry["a"], entry["vt"], (entry.source, entry.line), position
+                message_id,
+                handle,
+                count,
+                entry["b"],
+                entry["a"],
+                entry["vt"],
+                (entry.source, entry.line),
+                position,
             )
             story.receipts.append(receipt)
             self.receipt_of_handle[handle] = receipt

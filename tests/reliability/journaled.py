@@ -56,7 +56,14 @@ class JournaledQueue:
             result = call()
         except durableq.DurableQError as exc:
             self._journal.write(
-                "error", q=self.name, op=op, code=exc.code, msg=exc.message, b=before, a=time.time(), **context
+                "error",
+                q=self.name,
+                op=op,
+                code=exc.code,
+                msg=exc.message,
+                b=before,
+                a=time.time(),
+                **context,
             )
             raise
         return result, before, time.time()
@@ -77,7 +84,9 @@ class JournaledQueue:
         self._journal.write(
             "batch-intent", q=self.name, bodies=list(bodies.values()), g=[e.group_id for e in entries]
         )
-        result, _, _ = self._call("send_batch", lambda: self._queue.send_batch(entries), bodies=list(bodies.values()))
+        result, _, _ = self._call(
+            "send_batch", lambda: self._queue.send_batch(entries), bodies=list(bodies.values())
+        )
         self._journal.write(
             "batch-sent",
             q=self.name,
@@ -88,7 +97,9 @@ class JournaledQueue:
 
     # -- receiving ----------------------------------------------------------
 
-    def receive(self, max_messages: int = 1, *, visibility_timeout: int | None = None, **options: Any) -> list[durableq.Message]:
+    def receive(
+        self, max_messages: int = 1, *, visibility_timeout: int | None = None, **options: Any
+    ) -> list[durableq.Message]:
         timeout = self._visibility_timeout if visibility_timeout is None else visibility_timeout
         messages, before, after = self._call(
             "receive", lambda: self._queue.receive(max_messages, visibility_timeout=timeout, **options)
@@ -99,7 +110,10 @@ class JournaledQueue:
             b=before,
             a=after,
             vt=timeout,
-            m=[[m.message_id, m.body, m.receipt_handle, m.receive_count, m.sequence_number, m.group_id] for m in messages],
+            m=[
+                [m.message_id, m.body, m.receipt_handle, m.receive_count, m.sequence_number, m.group_id]
+                for m in messages
+            ],
         )
         for message in messages:
             self._held[message.receipt_handle] = message.message_id
@@ -122,8 +136,16 @@ class JournaledQueue:
         for failure in result.failed:
             message_id, handle = items[int(failure.id)]
             self._journal.write(
-                "error", q=self.name, op="delete", code=failure.code, msg=failure.message,
-                b=before, a=after, id=message_id, h=handle, batch_entry=True,
+                "error",
+                q=self.name,
+                op="delete",
+                code=failure.code,
+                msg=failure.message,
+                b=before,
+                a=after,
+                id=message_id,
+                h=handle,
+                batch_entry=True,
             )
         for handle in handles:
             self._held.pop(handle, None)
@@ -131,7 +153,9 @@ class JournaledQueue:
 
     def change_visibility(self, receipt_handle: str, timeout: int) -> None:
         message_id = self._held.get(receipt_handle)
-        self._journal.write("cv-intent", q=self.name, id=message_id, h=receipt_handle, to=timeout, b=time.time())
+        self._journal.write(
+            "cv-intent", q=self.name, id=message_id, h=receipt_handle, to=timeout, b=time.time()
+        )
         self._call(
             "change_visibility",
             lambda: self._queue.change_visibility(receipt_handle, timeout),

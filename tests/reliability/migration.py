@@ -28,7 +28,9 @@ _ADDED_BY_HEAD = {"messages": "trace_header", "queues": "policy"}
 
 def head_revision(db: Path) -> str:
     """The newest revision this durableq knows (what ``durableq.open`` migrates to)."""
-    return next(r.revision for r in migrate.history(Database(db, durability="normal", busy_timeout=10)) if r.is_head)
+    return next(
+        r.revision for r in migrate.history(Database(db, durability="normal", busy_timeout=10)) if r.is_head
+    )
 
 
 def downgrade(db: Path) -> None:
@@ -64,16 +66,20 @@ def _timed(folder: Path, db: Path, role: str) -> float:
     copy = folder / f"calibrate-{role}.db"
     store.copy_database(db, copy)
     journal = folder / f"calibrate-{role}.jsonl"
-    launch({"role": role, "db": str(copy), "journal": str(journal), "seed": 0, "target": OLD},
-           journal.with_suffix(".err")).wait()
+    launch(
+        {"role": role, "db": str(copy), "journal": str(journal), "seed": 0, "target": OLD},
+        journal.with_suffix(".err"),
+    ).wait()
     times = {e.kind: e["t"] for e in read_journal(journal)}
     return times["migrated"] - times["migrating"]
 
 
 def _kill_during(folder: Path, db: Path, role: str, window: float, rng: random.Random, number: int) -> None:
     journal = folder / f"{role}.{number:04d}.jsonl"
-    process = launch({"role": role, "db": str(db), "journal": str(journal), "seed": 0, "target": OLD},
-                     journal.with_suffix(".err"))
+    process = launch(
+        {"role": role, "db": str(db), "journal": str(journal), "seed": 0, "target": OLD},
+        journal.with_suffix(".err"),
+    )
     wait_for_line(journal, "migrating")
     time.sleep(rng.uniform(0, window))
     process.kill()
@@ -85,7 +91,10 @@ def migration_run(folder: Path, rng: random.Random, kills: int, messages: int = 
     expected = fill(db, messages)
     queues = {"keep", "keep.fifo"}
     downgrade(db)
-    up, down = _timed(folder, db, "upgrader"), _timed(folder, db.with_name("calibrate-upgrader.db"), "downgrader")
+    up, down = (
+        _timed(folder, db, "upgrader"),
+        _timed(folder, db.with_name("calibrate-upgrader.db"), "downgrader"),
+    )
     figures: Counter[str] = Counter()
     for number in range(kills):
         # Half the kills hit an upgrade from 0001 (durableq.open), half a downgrade from head.

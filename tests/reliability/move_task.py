@@ -66,14 +66,23 @@ def check_conserved(db: Path, expected: dict[str, str], queues: set[str]) -> Non
     assert not problems, f"{len(problems)} messages not conserved: {problems[:20]}"
 
 
-def move_task_run(folder: Path, rng: random.Random, kills: int, messages: int = 2000, rate: int = 300) -> Counter[str]:
+def move_task_run(
+    folder: Path, rng: random.Random, kills: int, messages: int = 2000, rate: int = 300
+) -> Counter[str]:
     db = folder / "moves.db"
     expected = fill_dead_letters(db, messages)
     assert len(expected) == messages
     figures: Counter[str] = Counter()
     for number in range(kills):
         journal = folder / f"mover.{number:04d}.jsonl"
-        config = {"role": "mover", "db": str(db), "journal": str(journal), "seed": 0, "source": DEAD, "rate": rate}
+        config = {
+            "role": "mover",
+            "db": str(db),
+            "journal": str(journal),
+            "seed": 0,
+            "source": DEAD,
+            "rate": rate,
+        }
         process = launch(config, journal.with_suffix(".err"))
         wait_for_line(journal, "move-started")
         time.sleep(rng.uniform(0, 1.5))

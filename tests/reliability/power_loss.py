@@ -28,11 +28,19 @@ import psutil
 import durableq
 
 from . import store
-from .checker import Problems, check_batches_whole, check_nothing_lost, check_no_phantoms, check_stats, stored_by_id
+from .checker import (
+    Problems,
+    check_batches_whole,
+    check_no_phantoms,
+    check_nothing_lost,
+    check_stats,
+    stored_by_id,
+)
 from .fleet import Fleet
 from .history import History
 from .journal import read_journals
 from .scenarios import FIFO, GROUPS, STANDARD, create_queues
+
 
 def freeze_and_copy(fleet: Fleet, db: Path, target: Path) -> History:
     """Stop every writer, read what the journals say was sent, copy the files, let them go on."""
@@ -41,7 +49,10 @@ def freeze_and_copy(fleet: Fleet, db: Path, target: Path) -> History:
         os.kill(process.pid, signal.SIGSTOP)
     try:
         for process in processes:  # SIGSTOP is asynchronous: wait until each one is really stopped
-            while process.is_running() and process.status() not in (psutil.STATUS_STOPPED, psutil.STATUS_ZOMBIE):
+            while process.is_running() and process.status() not in (
+                psutil.STATUS_STOPPED,
+                psutil.STATUS_ZOMBIE,
+            ):
                 time.sleep(0.001)
         history = History(read_journals(fleet.folder))
         target.mkdir(parents=True)
@@ -69,13 +80,20 @@ def check_copy(copy: Path, history: History) -> int:
     return len(stored)
 
 
-def power_loss_run(folder: Path, rng: random.Random, snapshots: int, every: tuple[float, float]) -> Counter[str]:
+def power_loss_run(
+    folder: Path, rng: random.Random, snapshots: int, every: tuple[float, float]
+) -> Counter[str]:
     db = folder / "power.db"
     create_queues(db)
     with Fleet(folder / "journals", rng) as fleet:
         for number in range(2):
-            fleet.add(f"producer-{number}", role="producer", db=str(db), pause=(0.0, 0.01),
-                      queues=[{"name": STANDARD, "groups": None}, {"name": FIFO, "groups": GROUPS}])
+            fleet.add(
+                f"producer-{number}",
+                role="producer",
+                db=str(db),
+                pause=(0.0, 0.01),
+                queues=[{"name": STANDARD, "groups": None}, {"name": FIFO, "groups": GROUPS}],
+            )
         figures: Counter[str] = Counter()
         for number in range(snapshots):
             time.sleep(rng.uniform(*every))

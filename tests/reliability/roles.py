@@ -71,7 +71,10 @@ def _send(queue: JournaledQueue, items: list[tuple[str, str | None]], delay: int
         queue.send(body, group_id=group, delay_seconds=delay)
     else:
         queue.send_batch(
-            [SendEntry(str(i), body, group_id=group, delay_seconds=delay) for i, (body, group) in enumerate(items)]
+            [
+                SendEntry(str(i), body, group_id=group, delay_seconds=delay)
+                for i, (body, group) in enumerate(items)
+            ]
         )
 
 
@@ -87,7 +90,10 @@ def producer(config: Config, journal: Journal) -> None:
     tag = Path(config["journal"]).stem
     low, high = config.get("pause", (0.0, 0.02))
     with open_broker(config) as broker:
-        queues = {q["name"]: (journaled_queue(broker, journal, q["name"], config), q.get("groups")) for q in config["queues"]}
+        queues = {
+            q["name"]: (journaled_queue(broker, journal, q["name"], config), q.get("groups"))
+            for q in config["queues"]
+        }
         for name, items in _unfinished_sends(config.get("retry", [])):
             if queues[name][1]:
                 _send(queues[name][0], items, None)

@@ -31,7 +31,9 @@ VISIBILITY = 2
 def create_queues(db: Path, **extra: Any) -> None:
     with durableq.open(db) as broker:
         broker.create_queue(STANDARD, visibility_timeout=VISIBILITY, **extra)
-        broker.create_queue(FIFO, fifo=True, content_based_deduplication=True, visibility_timeout=VISIBILITY, **extra)
+        broker.create_queue(
+            FIFO, fifo=True, content_based_deduplication=True, visibility_timeout=VISIBILITY, **extra
+        )
 
 
 def _drain(fleet: Fleet, db: Path, queues: list[str], **config: Any) -> None:
@@ -42,7 +44,9 @@ def _drain(fleet: Fleet, db: Path, queues: list[str], **config: Any) -> None:
     fleet.raise_failures()
 
 
-def _rounds(fleet: Fleet, rounds: int, seconds: float, every: tuple[float, float], check: Any) -> Counter[str]:
+def _rounds(
+    fleet: Fleet, rounds: int, seconds: float, every: tuple[float, float], check: Any
+) -> Counter[str]:
     """Kill at random for ``seconds``, kill everything, check; ``rounds`` times.
 
     Returns the rounds and the messages checked, summed over the rounds (each
@@ -61,14 +65,23 @@ def _rounds(fleet: Fleet, rounds: int, seconds: float, every: tuple[float, float
     return figures
 
 
-def crash_run(folder: Path, rng: random.Random, rounds: int, seconds: float, every: tuple[float, float]) -> Counter[str]:
+def crash_run(
+    folder: Path, rng: random.Random, rounds: int, seconds: float, every: tuple[float, float]
+) -> Counter[str]:
     """Producers, consumers and workers on a standard and a FIFO queue, SIGKILLed at random."""
     db = folder / "crash.db"
     create_queues(db)
     with Fleet(folder / "journals", rng) as fleet:
         for name, groups in ((STANDARD, None), (FIFO, GROUPS)):
-            fleet.add(f"producer-{name}", role="producer", db=str(db), queues=[{"name": name, "groups": groups}],
-                      delay_share=0.1, batch_share=0.5, pause=(0.0, 0.01))
+            fleet.add(
+                f"producer-{name}",
+                role="producer",
+                db=str(db),
+                queues=[{"name": name, "groups": groups}],
+                delay_share=0.1,
+                batch_share=0.5,
+                pause=(0.0, 0.01),
+            )
             fleet.add(f"consumer-{name}", role="consumer", db=str(db), queue=name)
             fleet.add(f"worker-{name}", role="worker", db=str(db), queue=name, concurrency=2)
         queues = [STANDARD, FIFO]
@@ -78,7 +91,11 @@ def crash_run(folder: Path, rng: random.Random, rounds: int, seconds: float, eve
 
         figures = _rounds(fleet, rounds, seconds, every, check)
         _drain(fleet, db, queues)
-        return _final(figures, check_file(db, fleet.folder, queues=queues, drained=True, where="crash run, after the drain"), fleet)
+        return _final(
+            figures,
+            check_file(db, fleet.folder, queues=queues, drained=True, where="crash run, after the drain"),
+            fleet,
+        )
 
 
 def _final(figures: Counter[str], last: Counter[str], fleet: Fleet) -> Counter[str]:
@@ -98,8 +115,18 @@ def concurrency_run(folder: Path, rng: random.Random, seconds: float, processes:
         queues = [{"name": STANDARD, "groups": None}, {"name": FIFO, "groups": GROUPS}]
         for number in range(processes):
             # Every message is deleted or released (never left to time out), so no delete comes late.
-            fleet.add(f"mixed-{number}", role="mixed", db=str(db), queues=queues, until=until, vt=30,
-                      pause=(0.0, 0.005), delete_share=0.9, release_share=0.1, wait=0)
+            fleet.add(
+                f"mixed-{number}",
+                role="mixed",
+                db=str(db),
+                queues=queues,
+                until=until,
+                vt=30,
+                pause=(0.0, 0.005),
+                delete_share=0.9,
+                release_share=0.1,
+                wait=0,
+            )
         fleet.wait_all(timeout=seconds + 120)
         fleet.raise_failures()
         _drain(fleet, db, [STANDARD, FIFO], vt=30)
@@ -107,36 +134,62 @@ def concurrency_run(folder: Path, rng: random.Random, seconds: float, processes:
         return _final(Counter(processes=processes), last, fleet)
 
 
-def dead_letter_run(folder: Path, rng: random.Random, rounds: int, seconds: float, every: tuple[float, float]) -> Counter[str]:
+def dead_letter_run(
+    folder: Path, rng: random.Random, rounds: int, seconds: float, every: tuple[float, float]
+) -> Counter[str]:
     """Consumers that never delete, killed at random, on queues that dead-letter after 1-2 receives."""
     db = folder / "dead.db"
     dead_letters = {"dl": "dl-dlq", "dl.fifo": "dl-dlq.fifo"}
     with durableq.open(db) as broker:
         for source, target in dead_letters.items():
             fifo = source.endswith(".fifo")
+            fifo_only: dict[str, Any] = {"content_based_deduplication": True} if fifo else {}
             broker.create_queue(target, fifo=fifo)
             broker.create_queue(
-                source, fifo=fifo, visibility_timeout=1, redrive_policy=RedrivePolicy(target, rng.choice([1, 2])),
-                **({"content_based_deduplication": True} if fifo else {}),
+                source,
+                fifo=fifo,
+                visibility_timeout=1,
+                redrive_policy=RedrivePolicy(target, rng.choice([1, 2])),
+                **fifo_only,
             )
     with Fleet(folder / "journals", rng) as fleet:
-        fleet.add("producer", role="producer", db=str(db), pause=(0.0, 0.05), vt=1,
-                  queues=[{"name": "dl", "groups": None}, {"name": "dl.fifo", "groups": GROUPS}])
+        fleet.add(
+            "producer",
+            role="producer",
+            db=str(db),
+            pause=(0.0, 0.05),
+            vt=1,
+            queues=[{"name": "dl", "groups": None}, {"name": "dl.fifo", "groups": GROUPS}],
+        )
         for source in dead_letters:
             for number in range(2):
-                fleet.add(f"consumer-{source}-{number}", role="consumer", db=str(db), queue=source, vt=1,
-                          delete_share=0.0, release_share=0.3)
+                fleet.add(
+                    f"consumer-{source}-{number}",
+                    role="consumer",
+                    db=str(db),
+                    queue=source,
+                    vt=1,
+                    delete_share=0.0,
+                    release_share=0.3,
+                )
         queues = list(dead_letters)
 
         def check(where: str) -> Counter[str]:
-            return check_file(db, fleet.folder, queues=queues, dead_letters=dead_letters, where=f"dead-letter run, {where}")
+            return check_file(
+                db, fleet.folder, queues=queues, dead_letters=dead_letters, where=f"dead-letter run, {where}"
+            )
 
         figures = _rounds(fleet, rounds, seconds, every, check)
-        # Receive until every message has moved: the sources empty, each message once, in its dead-letter queue.
+        # Receive until every message has moved: the sources empty, each message once,
+        # in its dead-letter queue.
         _drain(fleet, db, queues, vt=1, delete_share=0.0, release_share=1.0)
         last = check("after the drain")
         for row in store.rows(db):
-            assert row.queue in dead_letters.values() and dead_letters.get(row.dead_letter_source or "") == row.queue, (
-                f"after the drain message {row.message_id} is in {row.queue!r} (from {row.dead_letter_source!r})"
+            assert (
+                row.queue in dead_letters.values()
+                and dead_letters.get(row.dead_letter_source or "") == row.queue
+            ), (
+                f"after the drain message {row.message_id} is in {row.queue!r} "
+                f"(from {row.dead_letter_source!r})"
             )
         return _final(figures, last, fleet)

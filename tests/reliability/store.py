@@ -86,7 +86,10 @@ def counters(path: Path) -> dict[str, Counter[str]]:
     totals: dict[str, Counter[str]] = {}
     with reading(path) as conn:
         sums = ", ".join(f"sum(m.{c})" for c in COUNTER_COLUMNS)
-        query = f"SELECT q.name, {sums} FROM queues q LEFT JOIN queue_metrics m ON m.queue_id = q.id GROUP BY q.name"
+        query = (
+            f"SELECT q.name, {sums} FROM queues q LEFT JOIN queue_metrics m ON m.queue_id = q.id "
+            "GROUP BY q.name"
+        )
         for name, *values in conn.execute(query):
             totals[name] = Counter({c: v or 0 for c, v in zip(COUNTER_COLUMNS, values)})
     return totals

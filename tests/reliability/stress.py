@@ -11,6 +11,7 @@ as the tests.  Prints and writes what it did; exits 1 if anything failed.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -68,19 +69,22 @@ def faults(folder: Path, rng: random.Random) -> Counter[str]:
             failures.append(f"{name}: {str(exc).splitlines()[0]}")
         figures["faults"] += 1
 
+    def damaged(target: Path, how: str) -> None:
+        check_damaged(target / "damaged.db", damage(good, how, rng), how)
+
+    def read_only(_: Path, case: str) -> None:
+        with permissive_folder() as base:
+            check_read_only(base / "data", case)
+
     for how in ("rlimit", "tmpfs") if tmpfs_works(folder) else ("rlimit",):
-        attempt(f"disk full {how}", lambda f, how=how: check_disk_full(f, how))
+        attempt(f"disk full {how}", functools.partial(check_disk_full, how=how))
     good = sample_file(folder / "good.db")
     for how in DAMAGES:
-        attempt(f"damaged {how}", lambda f, how=how: check_damaged(f / "damaged.db", damage(good, how, rng), how))
+        attempt(f"damaged {how}", functools.partial(damaged, how=how))
     for exclusive in (False, True):
-        attempt(f"locked exclusive={exclusive}", lambda f, exclusive=exclusive: check_locked(f, exclusive))
+        attempt(f"locked exclusive={exclusive}", functools.partial(check_locked, exclusive=exclusive))
     for case in READ_ONLY_CASES:
-        def read_only(_: Path, case: str = case) -> None:
-            with permissive_folder() as base:
-                check_read_only(base / "data", case)
-
-        attempt(f"read-only {case}", read_only)
+        attempt(f"read-only {case}", functools.partial(read_only, case=case))
     if failures:
         raise Failed(figures, failures)
     return figures
@@ -107,12 +111,20 @@ SCENARIOS: dict[str, Scenario] = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.reliability.stress", description=__doc__.splitlines()[0])
-    parser.add_argument("--minutes", type=float, required=True, help="how long to run (the last iteration may overrun)")
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.reliability.stress", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--minutes", type=float, required=True, help="how long to run (the last iteration may overrun)"
+    )
     parser.add_argument("--out", type=Path, help="write the figures here as JSON")
     parser.add_argument("--seed", type=int, default=None, help="seed of the harness's random choices")
-    parser.add_argument("--keep", type=Path, default=Path(tempfile.gettempdir()) / "durableq-stress",
-                        help="where the folders of failed iterations are kept")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "durableq-stress",
+        help="where the folders of failed iterations are kept",
+    )
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else random.randrange(2**32)
     rng = random.Random(seed)
@@ -144,14 +156,21 @@ def main(argv: list[str] | None = None) -> int:
             totals.update(figures)
             status = "ok"
         runs[name] += 1
-        print(f"[{time.strftime('%H:%M:%S')}] {name:<13} {status:<6} {time.time() - began:6.1f} s  totals {dict(totals)}",
-              flush=True)
+        print(
+            f"[{time.strftime('%H:%M:%S')}] {name:<13} {status:<6} {time.time() - began:6.1f} s  "
+            f"totals {dict(totals)}",
+            flush=True,
+        )
     report = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
         "minutes": round((time.time() - started) / 60, 1),
         "seed": seed,
-        "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "sqlite": sqlite3.sqlite_version,
-                    "system": platform.platform()},
+        "machine": {
+            "cores": os.cpu_count(),
+            "python": platform.python_version(),
+            "sqlite": sqlite3.sqlite_version,
+            "system": platform.platform(),
+        },
         "iterations": dict(runs),
         "totals": dict(totals),
         "failures": failures,

@@ -27,13 +27,15 @@ def mover(config: Config, journal: Journal) -> None:
         task = broker.start_message_move(config["source"], max_per_second=config.get("rate"))
         journal.write("move-started", task=task.task_handle, to_move=task.to_move)
         broker.wait_for_message_move(task.task_handle)
-        (ended,) = [t for t in broker.list_message_moves(config["source"]) if t.task_handle == task.task_handle]
+        (ended,) = [
+            t for t in broker.list_message_moves(config["source"]) if t.task_handle == task.task_handle
+        ]
         journal.write("move-ended", status=ended.status, moved=ended.moved)
 
 
 def _import_alembic() -> None:
     """Import alembic before journaling "migrating", so a kill after that line hits the migration itself."""
-    import alembic.command  # noqa: F401
+    import alembic.command
     import alembic.script  # noqa: F401
 
 
@@ -102,5 +104,7 @@ def creator(config: Config, journal: Journal) -> None:
     os.umask(0)
     with open_broker(config) as broker:
         broker.create_queue("jobs").send("created")
-        modes = {suffix: stat.S_IMODE(os.stat(config["db"] + suffix).st_mode) for suffix in ("", "-wal", "-shm")}
+        modes = {
+            suffix: stat.S_IMODE(os.stat(config["db"] + suffix).st_mode) for suffix in ("", "-wal", "-shm")
+        }
     journal.write("modes", modes=modes)

@@ -21,6 +21,8 @@ def test_every_public_function_refuses_hostile_arguments_cleanly(tmp_path: Path)
 
 # A receipt handle of the right shape whose numbers do not fit SQLite's 64-bit integers.
 HUGE_HANDLE = "9999999999999999999.9999999999999999999.0123456789abcdef.0123456789abcdef"
+# Values of the wrong type, typed Any so that the calls type-check.
+WRONG_TYPE: dict[str, Any] = {"int": 2**63, "pairs": [("k", "v")]}
 Case = Callable[[durableq.Broker, Path], Any]
 CASES: dict[str, Case] = {
     "open: a path with a NUL byte": lambda b, d: durableq.open(d / "a\x00b"),
@@ -28,20 +30,30 @@ CASES: dict[str, Case] = {
     "open: a file name longer than the system allows": lambda b, d: durableq.open(d / ("A" * 300)),
     "list_queues: a prefix with a lone surrogate": lambda b, d: b.list_queues("\ud800"),
     "cancel_message_move: a handle with a lone surrogate": lambda b, d: b.cancel_message_move("\ud800"),
-    "cancel_message_move: a handle that is a huge int": lambda b, d: b.cancel_message_move(2**63),
+    "cancel_message_move: a handle that is a huge int": lambda b, d: b.cancel_message_move(WRONG_TYPE["int"]),
     "create_queue: a dead-letter queue name with a lone surrogate": lambda b, d: b.create_queue(
         "q", redrive_policy=RedrivePolicy("\ud800", 1)
     ),
-    "create_queue: tags given as a list of pairs": lambda b, d: b.create_queue("q", tags=[("k", "v")]),
-    "set_attributes: a policy with a lone surrogate": lambda b, d: b.get_queue("fuzz").set_attributes(policy="\ud800"),
+    "create_queue: tags given as a list of pairs": lambda b, d: b.create_queue("q", tags=WRONG_TYPE["pairs"]),
+    "set_attributes: a policy with a lone surrogate": lambda b, d: b.get_queue("fuzz").set_attributes(
+        policy="\ud800"
+    ),
     "set_attributes: a KMS key id with a lone surrogate": lambda b, d: b.get_queue("fuzz").set_attributes(
         kms_master_key_id="\ud800"
     ),
     "untag: a key with a lone surrogate": lambda b, d: b.get_queue("fuzz").untag("\ud800"),
-    "delete: a handle whose numbers overflow (standard)": lambda b, d: b.get_queue("fuzz").delete(HUGE_HANDLE),
-    "delete: a handle whose numbers overflow (FIFO)": lambda b, d: b.get_queue("fuzz.fifo").delete(HUGE_HANDLE),
-    "delete_batch: a handle whose numbers overflow": lambda b, d: b.get_queue("fuzz").delete_batch([HUGE_HANDLE]),
-    "change_visibility: a handle whose numbers overflow": lambda b, d: b.get_queue("fuzz").change_visibility(HUGE_HANDLE, 5),
+    "delete: a handle whose numbers overflow (standard)": lambda b, d: b.get_queue("fuzz").delete(
+        HUGE_HANDLE
+    ),
+    "delete: a handle whose numbers overflow (FIFO)": lambda b, d: b.get_queue("fuzz.fifo").delete(
+        HUGE_HANDLE
+    ),
+    "delete_batch: a handle whose numbers overflow": lambda b, d: b.get_queue("fuzz").delete_batch(
+        [HUGE_HANDLE]
+    ),
+    "change_visibility: a handle whose numbers overflow": lambda b, d: b.get_queue("fuzz").change_visibility(
+        HUGE_HANDLE, 5
+    ),
     "change_visibility_batch: a handle whose numbers overflow": lambda b, d: b.get_queue(
         "fuzz"
     ).change_visibility_batch([(HUGE_HANDLE, 5)]),
@@ -56,5 +68,7 @@ def broker(tmp_path: Path) -> Iterator[durableq.Broker]:
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_a_hostile_argument_gives_a_durableq_error(broker: durableq.Broker, tmp_path: Path, case: str) -> None:
+def test_a_hostile_argument_gives_a_durableq_error(
+    broker: durableq.Broker, tmp_path: Path, case: str
+) -> None:
     check_call(case, lambda: CASES[case](broker, tmp_path / "opened"))

@@ -98,7 +98,10 @@ def test_duplicates_and_phantoms_are_reported(run: Run) -> None:
         "INSERT INTO messages (queue_id, message_id, body, enqueued_at, visible_at) "
         "SELECT queue_id, message_id, body, enqueued_at, visible_at FROM messages"
     )
-    run.sql("INSERT INTO messages (queue_id, message_id, body, enqueued_at, visible_at) VALUES (1, 'x', 'nobody', 0, 0)")
+    run.sql(
+        "INSERT INTO messages (queue_id, message_id, body, enqueued_at, visible_at) "
+        "VALUES (1, 'x', 'nobody', 0, 0)"
+    )
     _breaks(run, "(?s)DUPLICATE ROWS.*PHANTOM")
 
 
@@ -109,11 +112,16 @@ def test_a_torn_batch_is_reported(run: Run) -> None:
     _breaks(run, "TORN BATCH")
 
 
-def test_a_fifo_group_handed_out_while_one_of_its_messages_is_held_is_reported(run: Run) -> None:
+def _two_in_one_group(run: Run) -> JournaledQueue:
+    """Send "first" and "second" to group g; returns a consumer (another process)."""
     producer = run.process("q.fifo")
     producer.send("first", group_id="g")
     producer.send("second", group_id="g")
-    consumer = run.process("q.fifo")
+    return run.process("q.fifo")
+
+
+def test_a_fifo_group_handed_out_while_one_of_its_messages_is_held_is_reported(run: Run) -> None:
+    consumer = _two_in_one_group(run)
     (first,) = consumer.receive()
     # Swap the sequence numbers: the group's head is now "second", while "first" is held.
     run.sql("UPDATE messages SET sequence = 3 - sequence")
@@ -125,11 +133,8 @@ def test_a_fifo_group_handed_out_while_one_of_its_messages_is_held_is_reported(r
 
 
 def test_a_fifo_group_received_out_of_order_is_reported(run: Run) -> None:
-    producer = run.process("q.fifo")
-    producer.send("first", group_id="g")
-    producer.send("second", group_id="g")
+    consumer = _two_in_one_group(run)
     run.sql("UPDATE messages SET sequence = 3 - sequence")
-    consumer = run.process("q.fifo")
     for _ in range(2):
         (message,) = consumer.receive()
         consumer.delete(message.receipt_handle)

@@ -8,7 +8,9 @@ from pathlib import Path
 from .scenarios import concurrency_run
 
 
-def test_four_processes_share_one_file_without_errors_losses_or_double_holds(tmp_path: Path, rng: random.Random) -> None:
+def test_four_processes_share_one_file_without_errors_losses_or_double_holds(
+    tmp_path: Path, rng: random.Random
+) -> None:
     figures = concurrency_run(tmp_path, rng, seconds=20, processes=4)
     # check_file fails on any DurableQError a process met (DatabaseLocked included) unless it was a
     # delete or visibility change after the lease may have ended; here none may have happened at all.

@@ -8,7 +8,9 @@ from pathlib import Path
 from .scenarios import crash_run, dead_letter_run
 
 
-def test_nothing_is_lost_or_held_twice_when_processes_are_killed_at_random(tmp_path: Path, rng: random.Random) -> None:
+def test_nothing_is_lost_or_held_twice_when_processes_are_killed_at_random(
+    tmp_path: Path, rng: random.Random
+) -> None:
     # Six processes (a producer, a consumer and a durableq.Worker per queue), one killed every
     # 0.2-0.6 s and restarted, for three rounds; every invariant checked after each round and
     # after a last drain without kills.
@@ -16,6 +18,8 @@ def test_nothing_is_lost_or_held_twice_when_processes_are_killed_at_random(tmp_p
     assert figures["kills"] >= 24 and figures["messages"] > 0, figures
 
 
-def test_dead_letter_moves_survive_kills_with_every_message_in_exactly_one_queue(tmp_path: Path, rng: random.Random) -> None:
+def test_dead_letter_moves_survive_kills_with_every_message_in_exactly_one_queue(
+    tmp_path: Path, rng: random.Random
+) -> None:
     figures = dead_letter_run(tmp_path, rng, rounds=2, seconds=5, every=(0.2, 0.6))
     assert figures["kills"] >= 10 and figures["messages"] > 0, figures

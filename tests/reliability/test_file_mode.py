@@ -26,12 +26,16 @@ def test_a_file_created_by_a_worker_process_is_private(tmp_path: Path) -> None:
     config = {"role": "creator", "db": str(db), "journal": str(journal), "seed": 0}
     assert launch(config, journal.with_suffix(".err")).wait(60) == 0, journal.with_suffix(".err").read_text()
     (modes,) = [e["modes"] for e in read_journal(journal) if e.kind == "modes"]
-    assert modes == {"": OWNER_ONLY, "-wal": OWNER_ONLY, "-shm": OWNER_ONLY}, {k: oct(v) for k, v in modes.items()}
+    assert modes == {"": OWNER_ONLY, "-wal": OWNER_ONLY, "-shm": OWNER_ONLY}, {
+        k: oct(v) for k, v in modes.items()
+    }
 
 
 def test_a_file_created_by_the_cli_is_private(tmp_path: Path) -> None:
     db = tmp_path / "cli.db"
-    subprocess.run([str(CLI), "--db", str(db), "init"], check=True, capture_output=True, preexec_fn=lambda: os.umask(0))
+    subprocess.run(
+        [str(CLI), "--db", str(db), "init"], check=True, capture_output=True, preexec_fn=lambda: os.umask(0)
+    )
     assert _mode(db) == OWNER_ONLY, oct(_mode(db))
     # SQLite gives the WAL and the index the mode of the database file; look while one is open.
     with durableq.open(db) as broker:

@@ -1,5 +1,5 @@
-"""One-shot roles: a message move task, a migration up or down, filling a disk,
-holding the write lock."""
+"""Roles for one purpose each: a message move task, a migration up or down, filling a
+disk, holding the write lock, creating a file, supervising worker processes."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import durableq
 from durableq import migrate
 from durableq.database import Database
 
+from . import handlers
 from .journal import Journal
 from .roles import Config, journaled_queue, open_broker, role
 
@@ -108,3 +109,12 @@ def creator(config: Config, journal: Journal) -> None:
             suffix: stat.S_IMODE(os.stat(config["db"] + suffix).st_mode) for suffix in ("", "-wal", "-shm")
         }
     journal.write("modes", modes=modes)
+
+
+@role
+def supervisor(config: Config, journal: Journal) -> None:
+    """``durableq.Worker(processes=True)``: this process supervises worker processes it spawned."""
+    with open_broker(config) as broker:
+        queue = broker.get_queue(config["queue"])
+        journal.write("supervising")
+        durableq.Worker(queue, handlers.handle, concurrency=2, processes=True, wait_time=1).run()

@@ -60,7 +60,7 @@ def _vs_floor(results: _Results, key: str, case: str, goal: float) -> Target:
     r = results.ratio(key, case, "durableq", "floor", "throughput")
     name = f"{key} {case}: durableq ≥ {goal:g}× floor"
     wanted = f"≥ {goal:g}× floor throughput"
-    return Target(name, wanted, "—" if r is None else f"{r:.2f}× floor", None if r is None else r >= goal)
+    return Target(name, wanted, "—" if r is None else f"{r:.3f}× floor", None if r is None else r >= goal)
 
 
 def _ahead_of_peers(results: _Results) -> Target:
@@ -89,7 +89,7 @@ def _growth(results: _Results, key: str, metric: str, unit: str, limit: float, n
     growth = results.ratio_across(key, cases[0], cases[-1], "durableq", metric)
     if shallow is None or deep is None or growth is None:
         return Target(name, goal, "—", None)
-    measured = f"{deep:.1f} {unit} ({cases[-1]}) vs {shallow:.1f} {unit} ({cases[0]}): {growth:.2f}×"
+    measured = f"{deep:.1f} {unit} ({cases[-1]}) vs {shallow:.1f} {unit} ({cases[0]}): {growth:.3f}×"
     return Target(name, goal, measured, growth <= limit)
 
 

@@ -71,8 +71,7 @@ class _Workers:
 class SQSServer(ThreadingHTTPServer):
     """An SQS endpoint over one durableq broker."""
 
-    daemon_threads = True
-    request_queue_size = 128
+    request_queue_size = 128  # connections waiting to be accepted (socketserver's default is 5)
 
     def __init__(
         self,

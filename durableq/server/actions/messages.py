@@ -65,8 +65,7 @@ def receive_message(call: Call) -> dict[str, Any]:
         1 if max_messages is None else max_messages,
         visibility_timeout=params.integer("VisibilityTimeout"),
         wait_time=params.integer("WaitTimeSeconds"),
-        # SQS reads the attempt id on FIFO queues only; a standard queue ignores it.
-        attempt_id=params.text("ReceiveRequestAttemptId") if queue.fifo else None,
+        attempt_id=params.text("ReceiveRequestAttemptId"),  # the library uses it on FIFO queues only
     )
     return {"Messages": [view.message(m) for m in received]} if received else {}
 

@@ -86,16 +86,30 @@ class Database:
 
     @property
     def conn(self) -> sqlite3.Connection:
-        """This thread's connection, opened on first use."""
+        """This thread's connection, opened on first use and closed when the thread ends."""
         conn = getattr(self._local, "conn", None)
         if conn is None:
             if self._closed:
                 raise DatabaseError(f"{self.path}: the broker is closed")
             conn = self.connect()
             self._local.conn = conn
+            # Thread-local values die with their thread; so must the connection, or a
+            # server starting a thread per request would leak a file descriptor each time.
+            self._local.slot = slot = _Slot()
+            weakref.finalize(slot, self._release, conn)
             with self._lock:
                 self._connections.append(conn)
         return conn
+
+    def _release(self, conn: sqlite3.Connection) -> None:
+        with self._lock:
+            if conn not in self._connections:
+                return
+            self._connections.remove(conn)
+        try:
+            conn.close()
+        except sqlite3.Error:  # pragma: no cover - closing is best effort
+            log.debug("closing a connection to %s failed", self.path, exc_info=True)
 
     def _forget_connections(self) -> None:
         # A forked child must not use its parent's SQLite connections: drop them unclosed.
@@ -173,6 +187,12 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class _Slot:
+    """Lives exactly as long as one thread's local data (the target of a finalizer)."""
+
+    __slots__ = ("__weakref__",)
 
 
 class _Statement:

@@ -129,3 +129,18 @@ def test_a_forked_child_can_use_the_broker_it_inherited(db_path: Path) -> None:
         # The parent's pending count is not written twice; the child's own count may be lost, as
         # multiprocessing ends children with os._exit (no exit hooks): counters may lag by 1 s.
         assert sum(m.sent for m in queue.metrics()) in (1, 2)
+
+
+def test_a_thread_that_ends_closes_its_connection(db_path: Path) -> None:
+    import gc
+
+    with durableq.open(db_path) as broker:
+        queue = broker.create_queue("jobs")
+        opened = len(broker._rt.db._connections)
+        for _ in range(20):
+            thread = threading.Thread(target=queue.send, args=("from a short-lived thread",))
+            thread.start()
+            thread.join()
+        gc.collect()
+        assert len(broker._rt.db._connections) <= opened + 1
+        assert queue.stats().approximate_number_of_messages == 20

@@ -21,6 +21,15 @@ def test_every_public_function_refuses_hostile_arguments_cleanly(tmp_path: Path)
 
 # A receipt handle of the right shape whose numbers do not fit SQLite's 64-bit integers.
 HUGE_HANDLE = "9999999999999999999.9999999999999999999.0123456789abcdef.0123456789abcdef"
+
+
+def huge_row(queue: durableq.Queue) -> str:
+    """A handle of ``queue`` (its real queue id) whose row number does not fit SQLite's integers."""
+    queue.send("for its handle", **({"group_id": "g"} if queue.fifo else {}))
+    (message,) = queue.receive(visibility_timeout=0)
+    return message.receipt_handle.split(".")[0] + HUGE_HANDLE[HUGE_HANDLE.index(".") :]
+
+
 # Values of the wrong type, typed Any so that the calls type-check.
 WRONG_TYPE: dict[str, Any] = {"int": 2**63, "pairs": [("k", "v")]}
 Case = Callable[[durableq.Broker, Path], Any]
@@ -48,9 +57,9 @@ CASES: dict[str, Case] = {
     "delete: a handle whose numbers overflow (FIFO)": lambda b, d: b.get_queue("fuzz.fifo").delete(
         HUGE_HANDLE
     ),
-    "delete_batch: a handle whose numbers overflow": lambda b, d: b.get_queue("fuzz").delete_batch(
-        [HUGE_HANDLE]
-    ),
+    "delete_batch: a handle of the queue whose row number overflows": lambda b, d: b.get_queue(
+        "fuzz"
+    ).delete_batch([huge_row(b.get_queue("fuzz"))]),
     "change_visibility: a handle whose numbers overflow": lambda b, d: b.get_queue("fuzz").change_visibility(
         HUGE_HANDLE, 5
     ),

@@ -101,18 +101,34 @@ handles = st.one_of(
     st.from_regex(r"\d{1,19}\.\d{1,19}\.[0-9a-f]{16}\.[0-9a-f]{16}", fullmatch=True),
     text,
 )
+
+
+def built(value_type: Callable[..., Any]) -> Callable[..., Any]:
+    """A constructor for ``st.builds`` that turns the value type's own refusal (a TypeError or a
+    DurableQError, both allowed answers to wrong arguments) into a stand-in value, so that the
+    call still happens with something hostile in its place."""
+
+    def build(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return value_type(*args, **kwargs)
+        except (TypeError, durableq.DurableQError):
+            return object()
+
+    return build
+
+
 attribute_values = st.one_of(
     text,
     ints,
     st.floats(),
     st.binary(max_size=10),
-    st.builds(Attribute, text, st.one_of(text, st.binary(max_size=10))),
+    st.builds(built(Attribute), text, st.one_of(text, st.binary(max_size=10))),
 )
 attributes = maybe(st.dictionaries(text, attribute_values, max_size=12))
 policies = st.one_of(
-    st.builds(RedrivePolicy, names, maybe(ints)),
+    st.builds(built(RedrivePolicy), names, maybe(ints)),
     st.builds(
-        RedriveAllowPolicy,
+        built(RedriveAllowPolicy),
         maybe(st.sampled_from(["allowAll", "denyAll", "byQueue"])),
         maybe(st.lists(names, max_size=3)),
     ),
@@ -142,7 +158,7 @@ queue_settings = st.dictionaries(settings_keys, st.one_of(ints, policies, anythi
 
 def send_entries(group: bool) -> st.SearchStrategy[Any]:
     entry = st.builds(
-        SendEntry,
+        built(SendEntry),
         maybe(st.sampled_from(["0", "1", "a_b", "x" * 80])),
         maybe(st.text(min_size=1, max_size=20)),
         delay_seconds=st.one_of(st.none(), ints),
@@ -170,158 +186,105 @@ class Target:
 
 
 Call = tuple[str, Callable[[], Any]]
+Arguments = tuple[tuple[Any, ...], dict[str, Any]]
+
+
+def arguments(
+    *positional: st.SearchStrategy[Any], **keywords: st.SearchStrategy[Any]
+) -> st.SearchStrategy[Arguments]:
+    """(args, kwargs): every positional argument drawn, each keyword given or left out."""
+    return st.tuples(st.tuples(*positional), st.fixed_dictionaries({}, optional=keywords))
+
+
+def keywords_only(strategy: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[Arguments]:
+    return st.tuples(st.just(()), strategy)
+
+
+BROKER_CALLS: dict[str, st.SearchStrategy[Arguments]] = {
+    "create_queue": st.tuples(
+        st.tuples(names),
+        st.builds(lambda fifo, extra: {"fifo": fifo, **extra}, maybe(st.booleans()), queue_settings),
+    ),
+    "get_queue": arguments(names),
+    "list_queues": arguments(names),
+    "delete_queue": arguments(names),
+    "dead_letter_source_queues": arguments(names),
+    "start_message_move": arguments(names, st.one_of(st.none(), names), st.one_of(st.none(), ints, anything)),
+    "list_message_moves": arguments(names),
+    "cancel_message_move": arguments(maybe(st.uuids().map(str))),
+}
+OPEN = arguments(
+    clock=st.one_of(st.none(), st.just(time.time), anything),
+    durability=maybe(st.sampled_from(["full", "normal"])),
+    busy_timeout=maybe(st.one_of(ints, st.floats())),
+)
+
+
+def queue_calls(fifo: bool, handle: st.SearchStrategy[Any]) -> dict[str, st.SearchStrategy[Arguments]]:
+    """The Queue methods and their arguments; ``handle`` draws receipt handles, real ones among them."""
+    return {
+        "send": arguments(
+            maybe(text),
+            delay_seconds=maybe(ints),
+            attributes=attributes,
+            group_id=maybe(st.one_of(st.just("g"), text)),
+            deduplication_id=maybe(text),
+        ),
+        "send_batch": arguments(send_entries(fifo)),
+        # wait_time 0 always: a queue the fuzzer gave a receive wait time would make receives long polls.
+        "receive": st.tuples(
+            st.tuples(maybe(ints)),
+            st.fixed_dictionaries(
+                {"wait_time": st.just(0)},
+                optional={"visibility_timeout": maybe(ints), "attempt_id": maybe(text)},
+            ),
+        ),
+        "delete": arguments(handle),
+        "delete_batch": arguments(maybe(st.lists(st.one_of(handle, st.tuples(text, handle)), max_size=12))),
+        "change_visibility": arguments(handle, maybe(ints)),
+        "change_visibility_batch": arguments(
+            maybe(st.lists(st.one_of(st.tuples(handle, ints), st.tuples(text, handle, ints)), max_size=12))
+        ),
+        "set_attributes": keywords_only(queue_settings),
+        "tag": keywords_only(st.dictionaries(text, maybe(text), max_size=4)),
+        "untag": st.tuples(st.lists(maybe(text), max_size=4).map(tuple), st.just({})),
+        "peek": arguments(
+            state=maybe(st.sampled_from(["visible", "in_flight", "delayed"])), limit=maybe(ints)
+        ),
+        "add_permission": arguments(
+            maybe(text),
+            maybe(st.lists(st.one_of(st.just("123456789012"), text), max_size=3)),
+            maybe(st.lists(st.one_of(st.just("SendMessage"), text), max_size=3)),
+            resource=maybe(text),
+        ),
+        "remove_permission": arguments(maybe(text)),
+        "purge": arguments(),
+    }
+
+
+QUEUE_CALLS = sorted(queue_calls(False, handles))
 
 
 def calls(target: Target, data: st.DataObject) -> Call:
-    """One public function with drawn arguments, ready to call."""
-    draw = data.draw
-    broker = target.broker
-    kind = draw(
-        st.sampled_from(
-            [
-                "open",
-                "create_queue",
-                "get_queue",
-                "list_queues",
-                "delete_queue",
-                "dead_letter_source_queues",
-                "start_message_move",
-                "list_message_moves",
-                "cancel_message_move",
-                "send",
-                "send_batch",
-                "receive",
-                "delete",
-                "delete_batch",
-                "change_visibility",
-                "change_visibility_batch",
-                "set_attributes",
-                "tag",
-                "untag",
-                "peek",
-                "add_permission",
-                "remove_permission",
-                "purge",
-            ]
-        )
-    )
-    fifo = draw(st.booleans())
-    known = st.sampled_from(target.handles) if target.handles else handles
-    handle = st.one_of(known, handles, anything)
-    arguments: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+    """One public function with drawn arguments, ready to call, and how to describe it."""
+    kind = data.draw(st.sampled_from(["open", *BROKER_CALLS, *QUEUE_CALLS]))
     if kind == "open":
-        component = draw(short_text.filter(lambda t: "/" not in t))
+        component = data.draw(short_text.filter(lambda t: "/" not in t))
         inside = target.folder / "opened" / component
-        path = draw(st.one_of(st.just(inside), st.just(str(inside)), not_a_path))
-        options = draw(
-            st.fixed_dictionaries(
-                {},
-                optional={
-                    "clock": st.one_of(st.none(), st.just(time.time), anything),
-                    "durability": maybe(st.sampled_from(["full", "normal"])),
-                    "busy_timeout": maybe(st.one_of(ints, st.floats())),
-                },
-            )
-        )
+        path = data.draw(st.one_of(st.just(inside), st.just(str(inside)), not_a_path))
+        _, options = data.draw(OPEN)
         return f"durableq.open({path!r}, **{options!r})", lambda: durableq.open(path, **options).close()
-    if kind == "create_queue":
-        arguments[kind] = ((draw(names),), {"fifo": draw(maybe(st.booleans())), **draw(queue_settings)})
-    elif kind in (
-        "get_queue",
-        "delete_queue",
-        "dead_letter_source_queues",
-        "list_message_moves",
-        "list_queues",
-    ):
-        arguments[kind] = ((draw(names),), {})
-    elif kind == "start_message_move":
-        arguments[kind] = (
-            (draw(names), draw(st.one_of(st.none(), names)), draw(st.one_of(st.none(), ints, anything))),
-            {},
-        )
-    elif kind == "cancel_message_move":
-        arguments[kind] = ((draw(maybe(st.uuids().map(str))),), {})
-    if kind in arguments:
-        args, kwargs = arguments[kind]
-        return f"broker.{kind}(*{args!r}, **{kwargs!r})", lambda: getattr(broker, kind)(*args, **kwargs)
-    queue = target.queue(fifo)
-    drawn: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
-        "send": lambda: (
-            (draw(maybe(text)),),
-            draw(
-                st.fixed_dictionaries(
-                    {},
-                    optional={
-                        "delay_seconds": maybe(ints),
-                        "attributes": attributes,
-                        "group_id": maybe(st.one_of(st.just("g"), text)),
-                        "deduplication_id": maybe(text),
-                    },
-                )
-            ),
-        ),
-        "send_batch": lambda: ((draw(send_entries(fifo)),), {}),
-        "receive": lambda: (
-            (draw(maybe(ints)),),
-            draw(
-                st.fixed_dictionaries(
-                    {"wait_time": st.just(0)},  # never a long poll: a fuzzed queue may wait 20 s,
-                    optional={
-                        "visibility_timeout": maybe(ints),
-                        "attempt_id": maybe(text),
-                    },
-                )
-            ),
-        ),
-        "delete": lambda: ((draw(handle),), {}),
-        "delete_batch": lambda: (
-            (draw(maybe(st.lists(st.one_of(handle, st.tuples(text, handle)), max_size=12))),),
-            {},
-        ),
-        "change_visibility": lambda: ((draw(handle), draw(maybe(ints))), {}),
-        "change_visibility_batch": lambda: (
-            (
-                draw(
-                    maybe(
-                        st.lists(
-                            st.one_of(st.tuples(handle, ints), st.tuples(text, handle, ints)), max_size=12
-                        )
-                    )
-                ),
-            ),
-            {},
-        ),
-        "set_attributes": lambda: ((), draw(queue_settings)),
-        "tag": lambda: ((), draw(st.dictionaries(text, maybe(text), max_size=4))),
-        "untag": lambda: (tuple(draw(st.lists(maybe(text), max_size=4))), {}),
-        "peek": lambda: (
-            (),
-            draw(
-                st.fixed_dictionaries(
-                    {},
-                    optional={
-                        "state": maybe(st.sampled_from(["visible", "in_flight", "delayed"])),
-                        "limit": maybe(ints),
-                    },
-                )
-            ),
-        ),
-        "add_permission": lambda: (
-            (
-                draw(maybe(text)),
-                draw(maybe(st.lists(st.one_of(st.just("123456789012"), text), max_size=3))),
-                draw(maybe(st.lists(st.one_of(st.just("SendMessage"), text), max_size=3))),
-            ),
-            draw(st.fixed_dictionaries({}, optional={"resource": maybe(text)})),
-        ),
-        "remove_permission": lambda: ((draw(maybe(text)),), {}),
-        "purge": lambda: ((), {}),
-    }[kind]  # type: ignore[assignment]
-    args, kwargs = drawn()  # type: ignore[operator]
+    if kind in BROKER_CALLS:
+        args, kwargs = data.draw(BROKER_CALLS[kind])
+        method = getattr(target.broker, kind)
+        return f"broker.{kind}(*{args!r}, **{kwargs!r})", lambda: method(*args, **kwargs)
+    queue = target.queue(data.draw(st.booleans()))
+    known = st.sampled_from(target.handles) if target.handles else handles
+    args, kwargs = data.draw(queue_calls(queue.fifo, st.one_of(known, handles, anything))[kind])
 
     def call() -> Any:
         result = getattr(queue, kind)(*args, **kwargs)
-        if kind == "receive":
+        if kind == "receive":  # keep some real handles for later deletes and visibility changes
             target.handles[:] = (target.handles + [m.receipt_handle for m in result])[-20:]
         return result
 

@@ -25,7 +25,7 @@ HUGE_HANDLE = "9999999999999999999.9999999999999999999.0123456789abcdef.01234567
 
 def huge_row(queue: durableq.Queue) -> str:
     """A handle of ``queue`` (its real queue id) whose row number does not fit SQLite's integers."""
-    queue.send("for its handle", **({"group_id": "g"} if queue.fifo else {}))
+    queue.send("for its handle", group_id="g" if queue.fifo else None)
     (message,) = queue.receive(visibility_timeout=0)
     return message.receipt_handle.split(".")[0] + HUGE_HANDLE[HUGE_HANDLE.index(".") :]
 

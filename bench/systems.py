@@ -137,7 +137,7 @@ def create_durableq_file(path: Path, durability: str, queue: str = QUEUE, **sett
 #: (like SQS system attributes) that a plain send leaves NULL.  Read from the statement itself,
 #: so the floor keeps working, and keeps doing the library's work, when a column is added.
 _INSERT_PARAMS = set(re.findall(r"(?<!:):(\w+)", _INSERT))
-_FLOOR_FILLS = {"queue", "message_id", "body", "now", "size"}
+_FLOOR_FILLS = {"queue_id", "message_id", "body", "now", "size"}
 _INSERT_NULLS = dict.fromkeys(_INSERT_PARAMS - _FLOOR_FILLS)
 #: Where the claim's RETURNING row holds what the floor reads (durableq.messages.COLUMNS).
 _RETURNED = [name.strip() for name in COLUMNS.split(",")]
@@ -157,10 +157,11 @@ class Floor(Adapter):
     def __init__(self, path: Path, durability: str, queue: str = QUEUE) -> None:
         if not path.exists():
             create_durableq_file(path, durability, queue)
-        self._queue = queue
         self._conn = sqlite3.connect(
             path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
         )
+        # durableq's broker caches the queue row; its statements bind the queue's id.
+        (self._queue_id,) = self._conn.execute("SELECT id FROM queues WHERE name = ?", (queue,)).fetchone()
         # The pragmas of durableq.database.Database.connect (WAL is stored in the file).
         self._conn.execute(f"PRAGMA synchronous = {durability.upper()}")
         self._conn.execute("PRAGMA temp_store = MEMORY")
@@ -169,7 +170,7 @@ class Floor(Adapter):
     def _insert_params(self, body: str) -> dict[str, Any]:
         return {
             **_INSERT_NULLS,  # attributes, delay (the queue's), group_id, deduplication_id, sequence, ...
-            "queue": self._queue,
+            "queue_id": self._queue_id,
             "message_id": new_message_id(),
             "body": body,
             "now": _now_ms(),
@@ -178,7 +179,7 @@ class Floor(Adapter):
 
     def _delete_params(self, handle: str) -> dict[str, Any]:
         queue_id, row, secret, _nonce = handle.split(".")
-        return {"row": int(row), "secret": secret, "queue_id": int(queue_id), "queue": self._queue}
+        return {"row": int(row), "secret": secret, "queue_id": int(queue_id)}
 
     def _in_transaction(self, sql: str, params: list[dict[str, Any]]) -> None:
         # durableq's batch paths take the write lock up front with BEGIN IMMEDIATE.
@@ -204,7 +205,7 @@ class Floor(Adapter):
         self._in_transaction(_INSERT, [self._insert_params(body) for body in bodies])
 
     def receive_batch(self, limit: int) -> list[Received]:
-        params = {"queue": self._queue, "now": _now_ms(), "limit": limit, "timeout": None}
+        params = {"queue_id": self._queue_id, "now": _now_ms(), "limit": limit, "timeout": None}
         rows = self._conn.execute(_CLAIM_HEAD, params).fetchall()
         return [Received(row[_MESSAGE_ID], row[_RECEIPT_HANDLE]) for row in rows]
 

@@ -157,7 +157,7 @@ class Queue:
         rt = self._rt
         if not self._fifo:
             with rt.db.statement() as conn:
-                return send.send_one(conn, self._name, item, rt.now_ms(), rt.counters)
+                return send.send_one(conn, rt.catalog, self._name, item, rt.now_ms(), rt.counters)
         with rt.db.write() as conn:
             (result,) = send.insert(conn, self._fresh(conn), [item], rt.now_ms(), rt.counters)
         if isinstance(result, DurableQError):
@@ -230,7 +230,7 @@ class Queue:
         """Delete the message a receipt handle names."""
         rt = self._rt
         with self._atomic() as conn:
-            visibility.delete(conn, self._name, receipt_handle, rt.now_ms(), rt.counters)
+            visibility.delete(conn, rt.catalog, self._name, receipt_handle, rt.now_ms(), rt.counters)
 
     def delete_batch(self, entries: Sequence[str | tuple[str, str]]) -> BatchResult:
         """Delete up to 10 messages: receipt handles, or ``(id, receipt_handle)`` pairs."""
@@ -241,14 +241,16 @@ class Queue:
             queue = self._fresh(conn)  # the queue must exist, even if every entry fails
             now = rt.now_ms()
             if queue.fifo:
-                return batch.each(ids, lambda i: visibility.delete(conn, self._name, rows[i][1], now, rt.counters))
-            outcomes = visibility.delete_many(conn, self._name, queue.id, [row[1] for row in rows], now, rt.counters)
+                return batch.each(
+                    ids, lambda i: visibility.delete(conn, rt.catalog, self._name, rows[i][1], now, rt.counters)
+                )
+            outcomes = visibility.delete_many(conn, queue, [row[1] for row in rows], now, rt.counters)
         return batch.outcomes(ids, outcomes)
 
     def change_visibility(self, receipt_handle: str, timeout: int) -> None:
         """Hide the message until ``timeout`` seconds from now (0 makes it visible at once)."""
         with self._atomic() as conn:
-            visibility.change(conn, self._name, receipt_handle, timeout, self._rt.now_ms())
+            visibility.change(conn, self._rt.catalog, self._name, receipt_handle, timeout, self._rt.now_ms())
 
     def change_visibility_batch(
         self, entries: Sequence[tuple[str, int] | tuple[str, str, int]]
@@ -259,5 +261,6 @@ class Queue:
         with self._rt.db.write() as conn:
             self._fresh(conn)
             now = self._rt.now_ms()
-            return batch.each(ids, lambda i: visibility.change(conn, self._name, rows[i][1], rows[i][2], now))
+            catalog = self._rt.catalog
+            return batch.each(ids, lambda i: visibility.change(conn, catalog, self._name, rows[i][1], rows[i][2], now))
 

@@ -11,7 +11,7 @@ inside the receive statement itself, from :data:`NEW_HANDLE_SQL`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .errors import ReceiptHandleIsInvalid
 
@@ -21,8 +21,9 @@ NEW_HANDLE_SQL = "printf('%d.%d.%s.%s', queue_id, id, secret, lower(hex(randombl
 _HANDLE = re.compile(r"(\d{1,19})\.(\d{1,19})\.([0-9a-f]{16})\.([0-9a-f]{16})", re.ASCII)
 
 
-@dataclass(frozen=True, slots=True)
-class Receipt:
+class Receipt(NamedTuple):
+    """A parsed handle (a tuple: parsing is on every delete and change-visibility)."""
+
     handle: str
     queue_id: int
     row_id: int

@@ -18,12 +18,13 @@ from .stats import InFlightGauge
 from .types import Message
 
 # Settings come from the live queue row inside the statement, so a cached row
-# that went stale cannot make a claim wrong; a deleted queue matches nothing.
-_LIVE = "(SELECT {} FROM queues WHERE name = :queue)"
+# that went stale cannot make a claim wrong; a deleted queue (ids are never
+# reused) matches nothing, and the caller then re-reads the row.
+_LIVE = "(SELECT {} FROM queues WHERE id = :queue_id)"
 # A redrive policy whose dead-letter queue exists caps the receives of a message.
 _MAX_RECEIVES = """coalesce((SELECT q.max_receive_count FROM queues q
-  JOIN queues d ON d.name = q.dead_letter_queue AND d.fifo = q.fifo WHERE q.name = :queue), 2147483647)"""
-_HEAD_WHERE = f"""queue_id = {_LIVE.format("id")} AND visible_at <= :now
+  JOIN queues d ON d.name = q.dead_letter_queue AND d.fifo = q.fifo WHERE q.id = :queue_id), 2147483647)"""
+_HEAD_WHERE = f"""queue_id = :queue_id AND visible_at <= :now
   AND {unexpired_sql(_LIVE.format("retention_period"))}"""
 # The head of ix_messages_visible: visible, unexpired rows, earliest visible first.
 _HEAD = f"SELECT id, receive_count FROM messages WHERE {_HEAD_WHERE} ORDER BY visible_at LIMIT :limit"
@@ -35,7 +36,7 @@ WHERE id IN (
 RETURNING {COLUMNS}
 """
 _READY_STANDARD = f"SELECT EXISTS (SELECT 1 FROM messages WHERE {_HEAD_WHERE})"
-_READY_FIFO = f"SELECT EXISTS (SELECT 1 FROM fifo_groups WHERE queue_id = {_LIVE.format('id')} AND available_at <= :now)"
+_READY_FIFO = "SELECT EXISTS (SELECT 1 FROM fifo_groups WHERE queue_id = :queue_id AND available_at <= :now)"
 _NEXT_STANDARD = "SELECT min(visible_at) FROM messages WHERE queue_id = ? AND visible_at > ?"
 _NEXT_FIFO = "SELECT min(available_at) FROM fifo_groups WHERE queue_id = ? AND available_at > ?"
 
@@ -139,7 +140,7 @@ class Receiver:
     def _ready(self, queue: QueueConfig) -> bool:
         """A cheap read: could a claim find something now?  Saves taking the write lock."""
         now = self._clock_ms()
-        params = {"queue": queue.name, "now": now}
+        params = {"queue_id": queue.id, "now": now}
         with self._db.statement() as conn:
             (ready,) = conn.execute(_READY_FIFO if queue.fifo else _READY_STANDARD, params).fetchone()
         return bool(ready)
@@ -175,7 +176,7 @@ def _claim_standard(
     target: QueueConfig | None,
     counters: Counters,
 ) -> list[Message]:
-    params = {"queue": queue.name, "now": now, "limit": limit, "timeout": visibility_timeout}
+    params = {"queue_id": queue.id, "now": now, "limit": limit, "timeout": visibility_timeout}
     if target is not None:
         # A message received max_receive_count times goes to the dead-letter queue instead.
         max_receives = queue.max_receive_count or 0

@@ -9,22 +9,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import attributes as attrs
-from . import fifo, limits, queues, validation
+from . import fifo, limits, validation
 from .counters import SENT, Counters
 from .errors import DurableQError, InvalidParameterValue, MissingParameter, QueueDoesNotExist
 from .messages import format_sequence
-from .queues import QueueConfig
+from .queues import Catalog, QueueConfig
 from .types import Attribute, SendResult, md5_hex
 
-# Selecting the queue by name makes the insert itself check, atomically, that
-# the queue exists, that the message fits its size limit, and read its delay.
+# Selecting the queue row makes the insert itself check, atomically, that the
+# queue (a cached id: ids are never reused) still exists, that the message fits
+# its current size limit, and read its current delay.
 _INSERT = """
 INSERT INTO messages
   (queue_id, message_id, body, attributes, enqueued_at, visible_at, group_id, deduplication_id, sequence,
    trace_header)
 SELECT id, :message_id, :body, :attributes, :now, :now + coalesce(:delay, delay_seconds) * 1000,
        :group_id, :deduplication_id, :sequence, :trace_header
-FROM queues WHERE name = :queue AND maximum_message_size >= :size
+FROM queues WHERE id = :queue_id AND maximum_message_size >= :size
 """
 
 
@@ -78,13 +79,20 @@ def new_message_id() -> str:
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
 
-def send_one(conn: sqlite3.Connection, name: str, item: Outgoing, now: int, counters: Counters) -> SendResult:
-    """Send one message to standard queue ``name``: a single statement, atomic by itself."""
+def send_one(conn: sqlite3.Connection, catalog: Catalog, name: str, item: Outgoing, now: int, counters: Counters) -> SendResult:
+    """Send one message to standard queue ``name``: a single statement, atomic by itself.
+
+    The queue row comes from the catalog's cache; if the insert matches no
+    queue row, the row is read afresh to say why (or to retry a recreated queue).
+    """
     _refuse_fifo_ids(name, item)
     message_id = new_message_id()
-    if conn.execute(_INSERT, _row(name, message_id, item, item.delay_seconds, now)).rowcount != 1:
-        _check_for_queue(queues.load(conn, name), item)  # says why nothing was inserted
-        raise QueueDoesNotExist(f"queue {name!r} does not exist")
+    queue = catalog.get(conn, name)
+    if conn.execute(_INSERT, _row(queue.id, message_id, item, item.delay_seconds, now)).rowcount != 1:
+        queue = catalog.get(conn, name, fresh=True)  # QueueDoesNotExist if it is gone
+        _check_for_queue(queue, item)
+        if conn.execute(_INSERT, _row(queue.id, message_id, item, item.delay_seconds, now)).rowcount != 1:
+            raise QueueDoesNotExist(f"queue {name!r} does not exist")
     counters.add(name, now, SENT)
     return SendResult(message_id, None, md5_hex(item.body))
 
@@ -105,7 +113,7 @@ def insert(
             results.append(exc)
             continue
         message_id = new_message_id()
-        rows.append(_row(queue.name, message_id, item, item.delay_seconds, now))
+        rows.append(_row(queue.id, message_id, item, item.delay_seconds, now))
         results.append(SendResult(message_id, None, md5_hex(item.body)))
     if rows:
         # The queue row is fresh in this transaction and every size was checked: one executemany.
@@ -130,7 +138,7 @@ def _check_for_queue(queue: QueueConfig, item: Outgoing) -> None:
 
 
 def _row(
-    name: str,
+    queue_id: int,
     message_id: str,
     item: Outgoing,
     delay: int | None,
@@ -141,7 +149,7 @@ def _row(
 ) -> dict[str, object]:
     """The parameters of :data:`_INSERT` for one message."""
     return {
-        "queue": name,
+        "queue_id": queue_id,
         "message_id": message_id,
         "body": item.body,
         "attributes": attrs.encode(item.attributes) if item.attributes else None,
@@ -174,7 +182,7 @@ def _insert_fifo(
             continue
         sequence += 1
         message_id = new_message_id()
-        conn.execute(_INSERT, _row(queue.name, message_id, item, None, now, group_id, dedup_id, sequence))
+        conn.execute(_INSERT, _row(queue.id, message_id, item, None, now, group_id, dedup_id, sequence))
         fifo.remember(conn, queue.id, scope, dedup_id, message_id, sequence, now)
         fifo.add_to_group(conn, queue.id, group_id, now + queue.delay_seconds * 1000)
         results.append(SendResult(message_id, format_sequence(sequence), md5_hex(item.body)))

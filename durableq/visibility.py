@@ -1,72 +1,75 @@
 """Delete and change visibility: what a receipt handle lets its holder do.
 
 On a standard queue each is one statement that names the queue and the
-message, atomic by itself; when it matches nothing, a second look says why.
-On a FIFO queue the message's group changes too, so the caller runs these
-inside its write transaction.
+message, atomic by itself, on the broker's cached queue row; when it matches
+nothing, a fresh look at the queue and the message says why.  On a FIFO queue
+the message's group changes too, so the caller runs these inside its write
+transaction (where the cached row is checked first).
 """
 
 from __future__ import annotations
 
 import sqlite3
 
-from . import fifo, limits, queues, receipts, validation
+from . import fifo, limits, receipts, validation
 from .counters import DELETED, Counters
 from .errors import DurableQError, InvalidParameterValue, MessageNotInflight, ReceiptHandleIsInvalid
+from .queues import Catalog, QueueConfig
 
 _MAX_TOTAL_MS = limits.MAX_TOTAL_VISIBILITY * 1000
-_THIS_QUEUE = "queue_id = :queue_id AND queue_id = (SELECT id FROM queues WHERE name = :queue)"
 
 # Standard queues: any handle ever issued for the message deletes it (row and secret match).
-_DELETE_ANY_HANDLE = f"DELETE FROM messages WHERE id = :row AND secret = :secret AND {_THIS_QUEUE}"
+_DELETE_ANY_HANDLE = "DELETE FROM messages WHERE id = :row AND secret = :secret AND queue_id = :queue_id"
 # FIFO queues: only the latest handle, and only while the message is still in flight.
-_DELETE_LATEST_IN_FLIGHT = f"""
-DELETE FROM messages WHERE id = :row AND receipt_handle = :handle AND visible_at > :now AND {_THIS_QUEUE}
+_DELETE_LATEST_IN_FLIGHT = """
+DELETE FROM messages WHERE id = :row AND receipt_handle = :handle AND visible_at > :now AND queue_id = :queue_id
 RETURNING group_id
 """
-_CHANGE = f"""
+_CHANGE = """
 UPDATE messages SET visible_at = :visible_at
-WHERE id = :row AND receipt_handle = :handle AND :visible_at <= received_at + :cap AND {_THIS_QUEUE}
+WHERE id = :row AND receipt_handle = :handle AND :visible_at <= received_at + :cap AND queue_id = :queue_id
 RETURNING group_id
 """
 _DIAGNOSE = "SELECT receipt_handle, received_at FROM messages WHERE id = ? AND queue_id = ? AND secret = ?"
 
 
-def _params(name: str, receipt: receipts.Receipt) -> dict[str, object]:
-    return {
-        "row": receipt.row_id,
-        "secret": receipt.secret,
-        "handle": receipt.handle,
-        "queue_id": receipt.queue_id,
-        "queue": name,
-    }
+def _params(receipt: receipts.Receipt) -> dict[str, object]:
+    return {"row": receipt.row_id, "secret": receipt.secret, "handle": receipt.handle, "queue_id": receipt.queue_id}
 
 
-def delete(conn: sqlite3.Connection, name: str, handle: object, now: int, counters: Counters) -> None:
+def _queue_of(conn: sqlite3.Connection, catalog: Catalog, name: str, receipt: receipts.Receipt) -> QueueConfig:
+    """The queue, checking the handle is one of its own (a cached row is re-read before refusing)."""
+    queue = catalog.get(conn, name)
+    if receipt.queue_id != queue.id:
+        queue = catalog.get(conn, name, fresh=True)
+        receipt.check_queue(queue.id, name)
+    return queue
+
+
+def delete(conn: sqlite3.Connection, catalog: Catalog, name: str, handle: object, now: int, counters: Counters) -> None:
     """Delete the message a handle names; on a standard queue a message already gone is fine."""
     receipt = receipts.parse(handle)
-    params = _params(name, receipt)
-    if not name.endswith(limits.FIFO_SUFFIX):
+    queue = _queue_of(conn, catalog, name, receipt)
+    params = _params(receipt)
+    if not queue.fifo:
         if conn.execute(_DELETE_ANY_HANDLE, params).rowcount == 0:
-            queue = queues.load(conn, name)  # QueueDoesNotExist if the queue is gone
-            receipt.check_queue(queue.id, name)
+            catalog.get(conn, name, fresh=True)  # QueueDoesNotExist if the queue is gone
             return  # deleted before: deleting again succeeds
     else:
         row = conn.execute(_DELETE_LATEST_IN_FLIGHT, {**params, "now": now}).fetchone()
         if row is None:
-            queue = queues.load(conn, name)
-            receipt.check_queue(queue.id, name)
+            catalog.get(conn, name, fresh=True)
             raise ReceiptHandleIsInvalid(
                 f"receipt handle {receipt.handle!r} no longer deletes on FIFO queue {name!r}: "
                 "only the latest handle of a message still in flight does (its visibility timeout "
                 "expired, it was received again, or it is gone)"
             )
-        fifo.refresh_groups(conn, receipt.queue_id, [row[0]])
+        fifo.refresh_groups(conn, queue.id, [row[0]])
     counters.add(name, now, DELETED)
 
 
 def delete_many(
-    conn: sqlite3.Connection, name: str, queue_id: int, handles: list[object], now: int, counters: Counters
+    conn: sqlite3.Connection, queue: QueueConfig, handles: list[object], now: int, counters: Counters
 ) -> list[DurableQError | None]:
     """Delete the messages of several handles of a standard queue in the caller's transaction.
 
@@ -78,31 +81,32 @@ def delete_many(
     for handle in handles:
         try:
             receipt = receipts.parse(handle)
-            receipt.check_queue(queue_id, name)
+            receipt.check_queue(queue.id, queue.name)
         except DurableQError as exc:
             outcomes.append(exc)
             continue
         outcomes.append(None)
-        params.append(_params(name, receipt))
+        params.append(_params(receipt))
     if params:
         before = conn.total_changes
         conn.executemany(_DELETE_ANY_HANDLE, params)
         if deleted := conn.total_changes - before:
-            counters.add(name, now, DELETED, deleted)
+            counters.add(queue.name, now, DELETED, deleted)
     return outcomes
 
 
-def change(conn: sqlite3.Connection, name: str, handle: object, timeout: object, now: int) -> None:
+def change(conn: sqlite3.Connection, catalog: Catalog, name: str, handle: object, timeout: object, now: int) -> None:
     """Hide the message until ``now + timeout`` (0: visible at once), within 12 h of its receive."""
     seconds = validation.integer("visibility timeout", timeout, 0, limits.MAX_VISIBILITY_TIMEOUT)
     receipt = receipts.parse(handle)
-    params = {**_params(name, receipt), "visible_at": now + seconds * 1000, "cap": _MAX_TOTAL_MS}
+    queue = _queue_of(conn, catalog, name, receipt)
+    params = {**_params(receipt), "visible_at": now + seconds * 1000, "cap": _MAX_TOTAL_MS}
     row = conn.execute(_CHANGE, params).fetchone()
     if row is not None:
         if row[0] is not None:
-            fifo.refresh_groups(conn, receipt.queue_id, [row[0]])
+            fifo.refresh_groups(conn, queue.id, [row[0]])
         return
-    queue = queues.load(conn, name)
+    queue = catalog.get(conn, name, fresh=True)
     receipt.check_queue(queue.id, name)
     current = conn.execute(_DIAGNOSE, (receipt.row_id, queue.id, receipt.secret)).fetchone()
     if current is None:

@@ -13,7 +13,7 @@ import sqlite3
 import threading
 import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from .errors import (
@@ -130,24 +130,10 @@ class Database:
 
     # -- transactions ------------------------------------------------------
 
-    @contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
+    def write(self) -> AbstractContextManager[sqlite3.Connection]:
         """A write transaction: ``BEGIN IMMEDIATE`` takes the write lock up front,
         so it never fails half-way on a lock upgrade."""
-        conn = self.conn
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            raise translate(exc, self.path, self.busy_timeout) from exc
-        try:
-            yield conn
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            _rollback(conn)
-            raise translate(exc, self.path, self.busy_timeout) from exc
-        except BaseException:
-            _rollback(conn)
-            raise
+        return self._transaction("BEGIN IMMEDIATE")
 
     def statement(self) -> _Statement:
         """This thread's connection for statements that commit on their own (autocommit):
@@ -155,12 +141,15 @@ class Database:
         lock when it starts, so it needs no explicit transaction."""
         return _Statement(self)
 
-    @contextmanager
-    def read(self) -> Iterator[sqlite3.Connection]:
+    def read(self) -> AbstractContextManager[sqlite3.Connection]:
         """A read transaction: one consistent snapshot for several statements."""
+        return self._transaction("BEGIN")
+
+    @contextmanager
+    def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
         conn = self.conn
         try:
-            conn.execute("BEGIN")
+            conn.execute(begin)
             yield conn
             conn.execute("COMMIT")
         except sqlite3.Error as exc:

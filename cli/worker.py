@@ -91,6 +91,8 @@ def worker(
       durableq worker thumbnails myapp.jobs:make_thumbnail --processes --concurrency 2
     """
     function = load_handler(handler)
+    root = logging.getLogger()
+    level = root.level
     output = configure_logging(log_level, as_json)
     try:
         durableq.Worker(
@@ -105,8 +107,9 @@ def worker(
             idle_timeout=idle_timeout,
             process_initializer=functools.partial(configure_logging, log_level, as_json),
         ).run()
-    finally:
-        logging.getLogger().removeHandler(output)
+    finally:  # leave logging as it was (this matters when the CLI runs inside another program)
+        root.removeHandler(output)
+        root.setLevel(level)
 
 
 def configure_logging(level: str, as_json: bool) -> logging.Handler:

@@ -18,6 +18,7 @@ from .errors import ReceiptHandleIsInvalid
 #: SQL expression for a fresh handle of the row being updated.
 NEW_HANDLE_SQL = "printf('%d.%d.%s.%s', queue_id, id, secret, lower(hex(randomblob(8))))"
 
+_MAX_ID = 2**63 - 1
 _HANDLE = re.compile(r"(\d{1,19})\.(\d{1,19})\.([0-9a-f]{16})\.([0-9a-f]{16})", re.ASCII)
 
 
@@ -44,4 +45,7 @@ def parse(handle: object) -> Receipt:
         raise ReceiptHandleIsInvalid(
             f"receipt handle {shown!r} is malformed; use a handle returned by receive"
         )
-    return Receipt(handle, int(match.group(1)), int(match.group(2)), match.group(3))  # type: ignore[arg-type]
+    queue_id, row_id = int(match.group(1)), int(match.group(2))
+    if queue_id > _MAX_ID or row_id > _MAX_ID:  # no SQLite row id is that large
+        raise ReceiptHandleIsInvalid(f"receipt handle {handle[:80]!r} is malformed; use a handle returned by receive")
+    return Receipt(handle, queue_id, row_id, match.group(3))  # type: ignore[arg-type]

@@ -136,7 +136,18 @@ def test_any_handle_ever_issued_deletes_a_standard_message(queue: durableq.Queue
     queue.delete(new.receipt_handle)  # already gone: still fine
 
 
-@pytest.mark.parametrize("handle", ["", "garbage", "1.2.3.4", "1.1.zzzzzzzzzzzzzzzz.0000000000000000", 42, None])
+@pytest.mark.parametrize(
+    "handle",
+    [
+        "",
+        "garbage",
+        "1.2.3.4",
+        "1.1.zzzzzzzzzzzzzzzz.0000000000000000",
+        "1.9999999999999999999.aaaaaaaaaaaaaaaa.bbbbbbbbbbbbbbbb",  # beyond any SQLite row id
+        42,
+        None,
+    ],
+)
 def test_a_malformed_handle_is_invalid(queue: durableq.Queue, handle: object) -> None:
     with pytest.raises(durableq.ReceiptHandleIsInvalid, match="malformed"):
         queue.delete(handle)  # type: ignore[arg-type]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import resource
 import sqlite3
 import threading
 import weakref
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from .errors import (
     DatabaseCorrupt,
+    InvalidParameterValue,
     DatabaseError,
     DatabaseFull,
     DatabaseLocked,
@@ -49,7 +51,34 @@ def translate(exc: sqlite3.Error, path: Path, busy_timeout: float) -> DatabaseEr
         return DatabaseFull(f"{path}: the disk or a file size limit is full ({text}); nothing was written")
     if name.startswith("SQLITE_CANTOPEN"):
         return DatabaseError(f"{path} cannot be opened: {text}; check that the directory exists and is writable")
+    if name.startswith("SQLITE_IOERR"):
+        # SQLite says only "disk I/O error"; a full disk or a file size limit are the common causes.
+        cause = _no_room(path)
+        if cause:
+            return DatabaseFull(f"{path}: {cause}; the operation was not done (nothing was committed)")
+        return DatabaseError(f"{path}: {text} ({name}); the operation was not done: check the disk")
     return DatabaseError(f"{path}: {text}")
+
+
+def _unstorable(exc: UnicodeEncodeError) -> InvalidParameterValue:
+    # The last line of defence: arguments are checked before they reach SQLite, but text with a
+    # lone surrogate must never escape as a UnicodeEncodeError from the driver.
+    return InvalidParameterValue(f"an argument holds text that cannot be stored (a lone surrogate): {exc.reason}")
+
+
+def _no_room(path: Path) -> str | None:
+    """Why a write to ``path`` could fail for lack of room, if it could: no space or a size limit."""
+    try:
+        limit, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+        sizes = [os.path.getsize(f) for f in (path, Path(f"{path}-wal")) if os.path.exists(f)]
+        if limit != resource.RLIM_INFINITY and any(size + 65_536 >= limit for size in sizes):
+            return f"the file size limit of this process ({limit} bytes, RLIMIT_FSIZE) is reached"
+        space = os.statvfs(path.parent)
+        if space.f_bavail * space.f_frsize < 1_048_576:
+            return "the disk is full (less than 1 MiB free)"
+    except OSError:
+        return None
+    return None
 
 
 class Database:
@@ -155,6 +184,9 @@ class Database:
         except sqlite3.Error as exc:
             _rollback(conn)
             raise translate(exc, self.path, self.busy_timeout) from exc
+        except UnicodeEncodeError as exc:
+            _rollback(conn)
+            raise _unstorable(exc) from None
         except BaseException:
             _rollback(conn)
             raise
@@ -198,6 +230,8 @@ class _Statement:
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         if isinstance(exc, sqlite3.Error):
             raise translate(exc, self._db.path, self._db.busy_timeout) from exc
+        if isinstance(exc, UnicodeEncodeError):
+            raise _unstorable(exc) from None
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
@@ -222,6 +256,10 @@ def prepare_file(path: Path, file_mode: int) -> None:
         raise DatabaseReadOnly(f"cannot create {path}: {exc.strerror}; check the directory permissions") from exc
     except FileNotFoundError as exc:
         raise DatabaseError(f"cannot create {path}: the directory does not exist") from exc
+    except (ValueError, UnicodeEncodeError) as exc:  # a NUL byte, or text no file system name can hold
+        raise InvalidParameterValue(f"path {str(path)[:200]!r} is not a usable file name: {exc}") from None
+    except OSError as exc:
+        raise DatabaseError(f"cannot create {path}: {exc.strerror or exc}") from exc
     else:
         os.close(fd)
         return

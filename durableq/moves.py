@@ -117,6 +117,7 @@ class MoveTasks:
         return [_task(row) for row in rows]
 
     def cancel(self, task_handle: str) -> MoveTask:
+        validation.text("task_handle", task_handle)
         with self._db.write() as conn:
             task = self._load(conn, task_handle)
             _fail_stale(conn, task.source)

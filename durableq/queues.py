@@ -131,8 +131,7 @@ def load(conn: sqlite3.Connection, name: str) -> QueueConfig:
 
 
 def list_names(conn: sqlite3.Connection, prefix: str) -> list[str]:
-    if not isinstance(prefix, str):
-        raise InvalidParameterValue(f"prefix must be a str; got {type(prefix).__name__}")
+    validation.text("prefix", prefix)
     # Compare a prefix slice rather than LIKE, so '_' and '%' in the prefix mean themselves.
     rows = conn.execute(
         "SELECT name FROM queues WHERE substr(name, 1, ?) = ? ORDER BY name", (len(prefix), prefix)
@@ -181,8 +180,7 @@ def set_tags(conn: sqlite3.Connection, queue: QueueConfig, new_tags: Mapping[str
 
 def remove_tags(conn: sqlite3.Connection, queue: QueueConfig, keys: tuple[str, ...]) -> None:
     for key in keys:
-        if not isinstance(key, str):
-            raise InvalidParameterValue(f"tag keys are strings; got {key!r}")
+        validation.text("tag key", key)
     conn.executemany("DELETE FROM tags WHERE queue_id = ? AND key = ?", [(queue.id, k) for k in keys])
 
 

@@ -27,6 +27,8 @@ class Runtime:
         return int(self.clock() * 1000)
 
     def close(self) -> None:
-        self.moves.close()
-        self.counters.close()
-        self.db.close()
+        try:
+            self.moves.close()
+            self.counters.close()  # writes the last counts: may fail on a full disk
+        finally:
+            self.db.close()  # whatever happened, let go of the file

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import limits, validation
-from .errors import InvalidAttributeName, InvalidAttributeValue, QueueNameExists
+from .errors import InvalidAttributeName, InvalidAttributeValue, InvalidParameterValue, QueueNameExists
 from .queues import QueueConfig, changed, find, load
 from .types import RedriveAllowPolicy, RedrivePolicy, datetime_from_ms
 
@@ -121,7 +121,11 @@ def _redrive_columns(conn: sqlite3.Connection, name: str, fifo: bool, policy: ob
         InvalidAttributeValue,
     )
     target_name = policy.dead_letter_queue
-    if not isinstance(target_name, str) or target_name == name:
+    try:
+        validation.queue_name(target_name)
+    except InvalidParameterValue as exc:
+        raise InvalidAttributeValue(f"dead_letter_queue: {exc.message}") from None
+    if target_name == name:
         raise InvalidAttributeValue(f"queue {name!r} cannot be its own dead-letter queue")
     target = find(conn, target_name)
     if target is None:
@@ -170,7 +174,8 @@ def _policy(value: object) -> str | None:
     """An access policy: a JSON object, kept as given (durableq enforces no IAM)."""
     if value is None or value == "":
         return None
-    if not isinstance(value, str) or len(value.encode()) > limits.MAX_POLICY_BYTES:
+    validation.text("policy", value, InvalidAttributeValue)
+    if len(value.encode()) > limits.MAX_POLICY_BYTES:  # type: ignore[union-attr]
         raise InvalidAttributeValue(f"policy must be a JSON document of at most {limits.MAX_POLICY_BYTES} bytes")
     try:
         document = json.loads(value)
@@ -184,7 +189,8 @@ def _policy(value: object) -> str | None:
 def _kms_key(value: object) -> str | None:
     if value is None or value == "":
         return None
-    if not isinstance(value, str) or len(value) > limits.MAX_KMS_KEY_ID_LENGTH:
+    validation.text("kms_master_key_id", value, InvalidAttributeValue)
+    if len(value) > limits.MAX_KMS_KEY_ID_LENGTH:  # type: ignore[arg-type]
         raise InvalidAttributeValue(
             f"kms_master_key_id must be a key id, alias or ARN of at most {limits.MAX_KMS_KEY_ID_LENGTH} characters"
         )

@@ -50,6 +50,17 @@ def number(name: str, value: object, low: float, high: float, unit: str = "secon
     return value
 
 
+def text(name: str, value: object, error: type[DurableQError] = InvalidParameterValue) -> str:
+    """A str that can be stored: UTF-8 has no form for lone surrogates (``"\\ud800"``)."""
+    if not isinstance(value, str):
+        raise error(f"{name} must be a str; got {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise error(f"{name} holds a lone surrogate (U+{ord(value[exc.start]):04X}), which no text can store") from None
+    return value
+
+
 def choice(
     name: str,
     value: object,
@@ -157,6 +168,8 @@ def batch_ids(ids: Sequence[object]) -> list[str]:
 
 def tags(value: Mapping[str, object]) -> dict[str, str]:
     """Tag keys and values as SQS allows them."""
+    if not isinstance(value, Mapping):
+        raise InvalidParameterValue(f"tags must be a mapping of key to value; got {type(value).__name__}")
     checked: dict[str, str] = {}
     for key, tag_value in value.items():
         if (

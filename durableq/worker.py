@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import signal
 import threading
 import time
@@ -322,8 +323,19 @@ def _child(
 
     if initializer is not None:
         initializer()
+    parent = os.getppid()
     with open_broker(path, durability=durability) as broker:
-        Worker(broker.get_queue(queue), handler, concurrency=1, **options).run()
+        worker = Worker(broker.get_queue(queue), handler, concurrency=1, **options)
+        threading.Thread(target=_stop_when_orphaned, args=(worker, parent), daemon=True).start()
+        worker.run()
+
+
+def _stop_when_orphaned(worker: Worker, parent: int) -> None:
+    """A worker process whose supervisor died (even by SIGKILL) stops cleanly instead of running on."""
+    while not worker._stop.wait(STOP_CHECK):
+        if os.getppid() != parent:
+            log.warning("the supervising process %d is gone: stopping", parent)
+            worker.stop()
 
 
 def _install_signal_handlers(stop: Callable[[], None]) -> Callable[[], None]:

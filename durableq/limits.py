@@ -106,6 +106,6 @@ DEFAULT_FILE_MODE = 0o600
 
 # Internal pacing; not part of the contract, but kept with the other numbers.
 #: How often an idle long poll looks for commits from other connections.
-LONG_POLL_INTERVAL = 0.005
+LONG_POLL_INTERVAL = 0.008
 #: Expired messages are swept from a queue at most this often (broker clock).
 RETENTION_SWEEP_INTERVAL = 1.0

@@ -41,6 +41,10 @@ _NEXT_STANDARD = "SELECT min(visible_at) FROM messages WHERE queue_id = ? AND vi
 _NEXT_FIFO = "SELECT min(available_at) FROM fifo_groups WHERE queue_id = ? AND available_at > ?"
 
 
+#: Ticks of an idle long poll between two reads of ``PRAGMA data_version``.
+_VERSION_EVERY = 20
+
+
 class Receiver:
     """Receives from the queues of one broker: claims, and waits when asked to."""
 
@@ -156,14 +160,22 @@ class Receiver:
     def _wait(self, version: int, deadline: float, wake_at: int | None) -> None:
         """Sleep until another connection commits, the broker clock reaches ``wake_at``, or the deadline.
 
-        ``PRAGMA data_version`` reads shared memory only, so an idle poller costs little.
+        Every tick looks at the WAL file's stamp (a ``stat``), and every few ticks
+        asks SQLite itself (``PRAGMA data_version``), so an idle poller costs little
+        and a commit the stamp could miss still wakes it within a fraction of a second.
         """
+        db = self._db
+        stamp = db.wal_stamp()
+        ticks = 0
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or (wake_at is not None and self._clock_ms() >= wake_at):
                 return
             time.sleep(min(limits.LONG_POLL_INTERVAL, remaining))
-            if self._db.data_version() != version:
+            ticks += 1
+            if db.wal_stamp() != stamp:
+                return
+            if ticks % _VERSION_EVERY == 0 and db.data_version() != version:
                 return
 
 

@@ -30,7 +30,7 @@ from .fileformat import APPLICATION_ID
 
 log = logging.getLogger(__name__)
 
-_SQLITE_MAGIC = b"SQLite format 3\x00"
+_MIN_PAGE_SIZE = 512
 _SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
 
 
@@ -43,8 +43,10 @@ def translate(exc: sqlite3.Error, path: Path, busy_timeout: float) -> DatabaseEr
             f"{path} stayed locked by another connection for more than {busy_timeout:g} s "
             "(the busy timeout); retry, or raise busy_timeout"
         )
-    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "not a database" in text or "malformed" in text:
-        return DatabaseCorrupt(f"{path} is damaged or is not an SQLite database ({text})")
+    if name.startswith("SQLITE_NOTADB") or "not a database" in text:
+        return DatabaseCorrupt(f"{path} is not an SQLite database, or its header is damaged ({text}); it was left untouched")
+    if name.startswith("SQLITE_CORRUPT") or "malformed" in text:
+        return DatabaseCorrupt(f"{path} is damaged ({text})")
     if name.startswith("SQLITE_READONLY") or "readonly" in text:
         return DatabaseReadOnly(f"{path} cannot be written: {text}; check the file and directory permissions")
     if name.startswith("SQLITE_FULL") or "disk is full" in text or "file too large" in text:
@@ -253,10 +255,13 @@ def _rollback(conn: sqlite3.Connection) -> None:
 
 
 def prepare_file(path: Path, file_mode: int) -> None:
-    """Create ``path`` readable by its owner only, or check that the existing file is SQLite.
+    """Create ``path`` readable by its owner only, or check that the existing file may be SQLite.
 
-    Nothing is written to an existing file here, so a file that turns out not
-    to be ours is left as it was.
+    An existing file is never opened here, only ``stat``-ed: closing any file
+    descriptor of a database file drops every POSIX lock this process holds on
+    it, so another broker of this process would lose its locks and another
+    process could then delete the WAL under it.  SQLite itself reads the header
+    later (``identify``), and writes nothing to a file that is not a database.
     """
     try:
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, file_mode)
@@ -271,17 +276,14 @@ def prepare_file(path: Path, file_mode: int) -> None:
     except OSError as exc:
         raise DatabaseError(f"cannot create {path}: {exc.strerror or exc}") from exc
     else:
-        os.close(fd)
+        os.close(fd)  # a file nobody can have open yet
         return
     if path.is_dir():
         raise DatabaseError(f"{path} is a directory; give the path of a database file")
-    try:
-        with open(path, "rb") as handle:
-            header = handle.read(len(_SQLITE_MAGIC))
-    except PermissionError as exc:
-        raise DatabaseReadOnly(f"cannot read {path}: {exc.strerror}") from exc
-    if header and header != _SQLITE_MAGIC[: len(header)] or 0 < len(header) < len(_SQLITE_MAGIC):
-        raise DatabaseCorrupt(f"{path} is not an SQLite database (its header is wrong); it was left untouched")
+    size = path.stat().st_size
+    # SQLite would take a file shorter than one page for an empty database and write over it.
+    if 0 < size < _MIN_PAGE_SIZE:
+        raise DatabaseCorrupt(f"{path} is not an SQLite database ({size} bytes); it was left untouched")
 
 
 def identify(conn: sqlite3.Connection, path: Path) -> bool:

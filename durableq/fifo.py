@@ -22,8 +22,6 @@ from .types import Message
 
 _DEDUP_INTERVAL_MS = limits.DEDUPLICATION_INTERVAL * 1000
 _ATTEMPT_INTERVAL_MS = limits.RECEIVE_ATTEMPT_INTERVAL * 1000
-#: How many available groups one receive looks at before giving up (stale rows get refreshed).
-_MAX_GROUPS_PER_RECEIVE = 100
 
 # -- deduplication -----------------------------------------------------------
 
@@ -114,51 +112,56 @@ def _block_groups(conn: sqlite3.Connection, queue_id: int, group_ids: Iterable[s
 # -- receive -----------------------------------------------------------------
 
 
+# The servable groups in the order they became available, each group's messages in send
+# order: one lazy cursor (SQLite walks the two indexes in nested loops, no sort), read
+# only as far as this receive needs.
+_CANDIDATES = """
+SELECT g.group_id, m.id, m.visible_at, m.enqueued_at, m.receive_count
+FROM fifo_groups g JOIN messages m ON m.queue_id = g.queue_id AND m.group_id = g.group_id
+WHERE g.queue_id = ? AND g.available_at <= ?
+ORDER BY g.available_at, g.id, m.sequence
+"""
+
+
 def choose(
     conn: sqlite3.Connection, queue: QueueConfig, limit: int, now: int, expired_before: int, redrive: bool
 ) -> tuple[list[tuple[int, str]], list[tuple[int, str]], set[str]]:
     """Pick up to ``limit`` messages, group by group, each group from its head in order.
 
     Rows enqueued at or before ``expired_before`` are skipped.  Returns the
-    (row id, group) pairs to receive, those to move to the
-    dead-letter queue instead (when ``redrive``), and groups whose row must be
-    refreshed although nothing of them is received.
+    (row id, group) pairs to receive, those to move to the dead-letter queue
+    instead (when ``redrive``), and groups whose row must be refreshed
+    although nothing of them is received.  A group's run ends at its first
+    message that is not visible; the rest of that group is passed over.
     """
     max_receives = queue.max_receive_count or 0
     chosen: list[tuple[int, str]] = []
     to_dead_letter: list[tuple[int, str]] = []
     stale: set[str] = set()
-    groups = conn.execute(
-        "SELECT group_id FROM fifo_groups WHERE queue_id = ? AND available_at <= ? "
-        "ORDER BY available_at, id LIMIT ?",
-        (queue.id, now, _MAX_GROUPS_PER_RECEIVE),
-    ).fetchall()
-    for (group_id,) in groups:
-        if len(chosen) >= limit:
-            break
-        taken_before = len(chosen)
-        rows = conn.execute(
-            "SELECT id, visible_at, enqueued_at, receive_count FROM messages "
-            "WHERE queue_id = ? AND group_id = ? ORDER BY sequence",
-            (queue.id, group_id),
-        )
-        try:
-            for row_id, visible_at, enqueued_at, receive_count in rows:
-                if enqueued_at <= expired_before:
-                    stale.add(group_id)  # expired: never returned; the sweep removes it
-                    continue
-                if redrive and receive_count >= max_receives:
-                    to_dead_letter.append((row_id, group_id))
-                    stale.add(group_id)
-                    continue
-                if visible_at > now or len(chosen) >= limit:
-                    break
+    served: set[str] = set()
+    ended: set[str] = set()
+    rows = conn.execute(_CANDIDATES, (queue.id, now))
+    try:
+        for group_id, row_id, visible_at, enqueued_at, receive_count in rows:
+            if group_id in ended:
+                continue
+            if enqueued_at <= expired_before:
+                stale.add(group_id)  # expired: never returned; the sweep removes it
+            elif redrive and receive_count >= max_receives:
+                to_dead_letter.append((row_id, group_id))
+                stale.add(group_id)
+            elif len(chosen) >= limit:
+                break
+            elif visible_at > now:
+                ended.add(group_id)
+                if group_id not in served:
+                    stale.add(group_id)  # its row said "available" but it is not: refresh it
+            else:
                 chosen.append((row_id, group_id))
-        finally:
-            rows.close()
-        if len(chosen) == taken_before:
-            stale.add(group_id)
-    return chosen, to_dead_letter, stale
+                served.add(group_id)
+    finally:
+        rows.close()
+    return chosen, to_dead_letter, stale - served
 
 
 def claim(

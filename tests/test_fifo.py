@@ -153,6 +153,16 @@ def test_a_group_in_flight_yields_nothing_more_but_other_groups_are_served(
     assert [m.body for m in dedup.receive(10)] == ["a2"]
 
 
+def test_a_group_that_ends_at_a_delayed_message_does_not_stop_other_groups(
+    dedup: durableq.Queue, clock: FakeClock
+) -> None:
+    dedup.send("a1", group_id="a")
+    dedup.send("b1", group_id="b")
+    dedup.set_attributes(delay_seconds=60)
+    dedup.send("a2", group_id="a")  # behind a1, and delayed by the queue's new delay
+    assert [m.body for m in dedup.receive(10)] == ["a1", "b1"]
+
+
 def test_a_group_is_free_again_when_its_message_becomes_visible(dedup: durableq.Queue, clock: FakeClock) -> None:
     dedup.send("a1", group_id="a")
     dedup.send("a2", group_id="a")

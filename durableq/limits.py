@@ -107,5 +107,7 @@ DEFAULT_FILE_MODE = 0o600
 # Internal pacing; not part of the contract, but kept with the other numbers.
 #: How often an idle long poll looks for commits from other connections.
 LONG_POLL_INTERVAL = 0.008
+#: How soon a long poll looks again when the WAL moved but no commit shows yet.
+LONG_POLL_SETTLE = 0.001
 #: Expired messages are swept from a queue at most this often (broker clock).
 RETENTION_SWEEP_INTERVAL = 1.0

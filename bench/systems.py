@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
 import durableq
-from durableq.messages import COLUMNS
-from durableq.receive import _CLAIM_HEAD
-from durableq.send import _INSERT, new_message_id
-from durableq.visibility import _DELETE_ANY_HANDLE
+from durableq.ops.messages import COLUMNS
+from durableq.ops.receive import _CLAIM_HEAD
+from durableq.ops.send import _INSERT, new_message_id
+from durableq.ops.visibility import _DELETE_ANY_HANDLE
 
 QUEUE = "jobs"
 #: Every system waits this long for another writer (durableq's default busy timeout).

@@ -33,15 +33,29 @@ def _analytics() -> Any:
 @click.command()
 @click.argument("queue", required=False)
 @click.option(
-    "--report", type=click.Choice(list(REPORTS)), default="all", show_default=True, help="Which report to run."
+    "--report",
+    type=click.Choice(list(REPORTS)),
+    default="all",
+    show_default=True,
+    help="Which report to run.",
 )
 @click.option("--master", help="Spark master URL (default: local[*], Spark in this process).")
 @click.option("--jar", type=click.Path(dir_okay=False, path_type=Path), help="The SQLite JDBC driver jar.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Also write each report as Parquet here.")
-@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), help="Also draw depth and throughput as a PNG.")
+@click.option(
+    "--out", type=click.Path(file_okay=False, path_type=Path), help="Also write each report as Parquet here."
+)
+@click.option(
+    "--plot", type=click.Path(dir_okay=False, path_type=Path), help="Also draw depth and throughput as a PNG."
+)
 @json_option
 def analyze(
-    queue: str | None, report: str, master: str | None, jar: Path | None, out: Path | None, plot: Path | None, as_json: bool
+    queue: str | None,
+    report: str,
+    master: str | None,
+    jar: Path | None,
+    out: Path | None,
+    plot: Path | None,
+    as_json: bool,
 ) -> None:
     """Analyse a consistent snapshot of the database with Spark: depth by state,
     age percentiles, receive counts, dead-letter rates, throughput per minute
@@ -82,14 +96,18 @@ def _text(result: dict[str, list[dict[str, Any]]], plot: Path | None, out: Path 
 @click.option("--master", help="Spark master URL (default: local[*]).")
 @click.option("--jar", type=click.Path(dir_okay=False, path_type=Path), help="The SQLite JDBC driver jar.")
 @json_option
-def export(directory: Path, fmt: str, overwrite: bool, master: str | None, jar: Path | None, as_json: bool) -> None:
+def export(
+    directory: Path, fmt: str, overwrite: bool, master: str | None, jar: Path | None, as_json: bool
+) -> None:
     """Write a consistent snapshot's tables (messages, queues, metrics) as Parquet
     under DIRECTORY, for a Spark cluster or any Parquet reader.
 
     \b
       durableq export --format parquet ./queue-parquet
     """
-    written = _analytics().export_parquet(existing_db_path(), directory, overwrite=overwrite, master=master, jar=jar)
+    written = _analytics().export_parquet(
+        existing_db_path(), directory, overwrite=overwrite, master=master, jar=jar
+    )
     emit(as_json, written, lambda: table(["table", "path", "rows"], [list(w.values()) for w in written]))
 
 

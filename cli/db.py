@@ -9,8 +9,9 @@ from pathlib import Path
 import click
 
 import durableq
-from durableq import limits, migrate
-from durableq.database import Database
+from durableq import limits
+from durableq.engines import migrate
+from durableq.engines.sqlite import Database
 
 from .base import db_path, existing_db_path
 from .output import emit, json_option, table

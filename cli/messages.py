@@ -166,8 +166,15 @@ def _peeked_text(messages: list[durableq.PeekedMessage]) -> str:
         return "no messages"
     headers = ("message id", "state", "receives", "sent", "visible at", "group", "body")
     rows = [
-        (m.message_id, m.state.replace("_", " "), m.receive_count, m.sent_at, m.visible_at, m.group_id,
-         preview(m.body))
+        (
+            m.message_id,
+            m.state.replace("_", " "),
+            m.receive_count,
+            m.sent_at,
+            m.visible_at,
+            m.group_id,
+            preview(m.body),
+        )
         for m in messages
     ]
     return table(headers, rows)

@@ -8,7 +8,7 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -86,7 +86,7 @@ def when(moment: datetime | None) -> str:
     """A UTC time to the second."""
     if moment is None:
         return "-"
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def duration(seconds: float) -> str:
@@ -108,9 +108,10 @@ def preview(body: str, width: int = BODY_PREVIEW) -> str:
 
 def attribute_text(attributes: Mapping[str, durableq.Attribute]) -> str:
     """Attributes as ``name:Type=value`` (the form ``send --attr`` takes), comma separated."""
-    return ", ".join(
-        f"{name}:{a.data_type}={jsonable(a.value)}" for name, a in sorted(attributes.items())
-    ) or "-"
+    return (
+        ", ".join(f"{name}:{a.data_type}={jsonable(a.value)}" for name, a in sorted(attributes.items()))
+        or "-"
+    )
 
 
 def message_json(message: durableq.Message | durableq.PeekedMessage) -> dict[str, Any]:

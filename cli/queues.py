@@ -179,21 +179,23 @@ _SHOWN_APART = (
 def _description_text(description: dict[str, Any]) -> str:
     stats: durableq.QueueStats = description["stats"]
     settings = [(key, value) for key, value in description.items() if key not in _SHOWN_APART]
-    return fields([
-        ("name", description["name"]),
-        ("type", "FIFO" if description["fifo"] else "standard"),
-        *settings,
-        ("redrive_policy", format_redrive_policy(description["redrive_policy"])),
-        ("redrive_allow_policy", format_redrive_allow_policy(description["redrive_allow_policy"])),
-        ("dead_letter_source_queues", ", ".join(description["dead_letter_source_queues"]) or "-"),
-        ("tags", ", ".join(f"{k}={v}" for k, v in description["tags"].items()) or "-"),
-        ("created_at", description["created_at"]),
-        ("last_modified", description["last_modified"]),
-        ("visible", stats.approximate_number_of_messages),
-        ("in_flight", stats.approximate_number_of_messages_not_visible),
-        ("delayed", stats.approximate_number_of_messages_delayed),
-        ("oldest_message_age", duration(stats.oldest_message_age)),
-    ])
+    return fields(
+        [
+            ("name", description["name"]),
+            ("type", "FIFO" if description["fifo"] else "standard"),
+            *settings,
+            ("redrive_policy", format_redrive_policy(description["redrive_policy"])),
+            ("redrive_allow_policy", format_redrive_allow_policy(description["redrive_allow_policy"])),
+            ("dead_letter_source_queues", ", ".join(description["dead_letter_source_queues"]) or "-"),
+            ("tags", ", ".join(f"{k}={v}" for k, v in description["tags"].items()) or "-"),
+            ("created_at", description["created_at"]),
+            ("last_modified", description["last_modified"]),
+            ("visible", stats.approximate_number_of_messages),
+            ("in_flight", stats.approximate_number_of_messages_not_visible),
+            ("delayed", stats.approximate_number_of_messages_delayed),
+            ("oldest_message_age", duration(stats.oldest_message_age)),
+        ]
+    )
 
 
 @queue.command("set")

@@ -89,8 +89,16 @@ def list_moves(dlq: str, as_json: bool) -> None:
     tasks = open_broker().list_message_moves(dlq)
     headers = ("task handle", "status", "moved", "to move", "destination", "rate/s", "started", "failure")
     rows = [
-        (t.task_handle, t.status, t.moved, t.to_move, t.destination, t.max_per_second, t.started_at,
-         t.failure_reason)
+        (
+            t.task_handle,
+            t.status,
+            t.moved,
+            t.to_move,
+            t.destination,
+            t.max_per_second,
+            t.started_at,
+            t.failure_reason,
+        )
         for t in tasks
     ]
     emit(as_json, tasks, lambda: table(headers, rows) if rows else "no message move tasks")

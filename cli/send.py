@@ -22,7 +22,10 @@ BATCH = limits.MAX_BATCH_ENTRIES
 @click.argument("queue")
 @click.argument("body", required=False)
 @ranged_option(
-    "--delay", "Seconds before the message can be received (standard queues)", 0, limits.MAX_DELAY_SECONDS,
+    "--delay",
+    "Seconds before the message can be received (standard queues)",
+    0,
+    limits.MAX_DELAY_SECONDS,
     "the queue's",
 )
 @click.option("--group", help="Message group id (required on FIFO queues).")

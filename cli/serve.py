@@ -14,17 +14,35 @@ from .output import json_option
 
 
 @click.command()
-@click.option("--host", default=server.DEFAULT_HOST, show_default=True,
-              help="Address to listen on; anything but 127.0.0.1 opens the queues to the network.")
-@click.option("--port", type=click.IntRange(0, 65535), default=server.DEFAULT_PORT, show_default=True,
-              help="Port to listen on (0 picks a free one; the URL is printed).")
+@click.option(
+    "--host",
+    default=server.DEFAULT_HOST,
+    show_default=True,
+    help="Address to listen on; anything but 127.0.0.1 opens the queues to the network.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=server.DEFAULT_PORT,
+    show_default=True,
+    help="Port to listen on (0 picks a free one; the URL is printed).",
+)
 @click.option("--region", default=server.DEFAULT_REGION, show_default=True, help="Region in queue ARNs.")
-@click.option("--account-id", default=server.DEFAULT_ACCOUNT_ID, show_default=True,
-              help="Account id in queue URLs and ARNs.")
-@click.option("--credentials", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="File of `ACCESS_KEY_ID SECRET` lines; requests must then carry a valid SigV4 signature.")
+@click.option(
+    "--account-id",
+    default=server.DEFAULT_ACCOUNT_ID,
+    show_default=True,
+    help="Account id in queue URLs and ARNs.",
+)
+@click.option(
+    "--credentials",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="File of `ACCESS_KEY_ID SECRET` lines; requests must then carry a valid SigV4 signature.",
+)
 @json_option
-def serve(host: str, port: int, region: str, account_id: str, credentials: Path | None, as_json: bool) -> None:
+def serve(
+    host: str, port: int, region: str, account_id: str, credentials: Path | None, as_json: bool
+) -> None:
     """Serve the database as an SQS endpoint until Ctrl-C.
 
     Speaks AWS JSON 1.0 and the query protocol, and creates the database
@@ -46,8 +64,15 @@ def serve(host: str, port: int, region: str, account_id: str, credentials: Path 
         else:
             server.announce(running)
 
-    server.run(db_path(), host=host, port=port, region=region, account_id=account_id, credentials=keys,
-               on_ready=ready)
+    server.run(
+        db_path(),
+        host=host,
+        port=port,
+        region=region,
+        account_id=account_id,
+        credentials=keys,
+        on_ready=ready,
+    )
 
 
 COMMANDS = [serve]

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import click
@@ -77,7 +77,7 @@ def stats(queue: str | None, window: int, watch: bool, interval: float, as_json:
 
 
 def _snapshot(broker: durableq.Broker, queue: str | None, window: int) -> dict[str, Any]:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     rows = []
     for name in [queue] if queue else broker.list_queues():
         try:
@@ -109,8 +109,14 @@ def _text(snapshot: dict[str, Any]) -> str:
         return "no queues"
     headers = ["queue", "visible", "in flight", "delayed", "oldest", *RATES.values()]
     lines = [
-        [r["queue"], r["visible"], r["in_flight"], r["delayed"], duration(r["oldest_message_age"]),
-         *(r["per_minute"][key] for key in RATES)]
+        [
+            r["queue"],
+            r["visible"],
+            r["in_flight"],
+            r["delayed"],
+            duration(r["oldest_message_age"]),
+            *(r["per_minute"][key] for key in RATES),
+        ]
         for r in rows
     ]
     return table(headers, lines)

@@ -56,13 +56,27 @@ def load_handler(spec: str) -> Callable[[durableq.Message], Any]:
 @click.argument("queue")
 @click.argument("handler")
 @click.option("--concurrency", type=int, default=1, show_default=True, help="Handlers running at once.")
-@click.option("--processes", is_flag=True, help="Run handlers in --concurrency worker processes instead of threads.")
-@click.option("--visibility-timeout", type=int, help="Seconds a message is hidden per receive (default: the queue's).")
-@click.option("--heartbeat", type=float, help="Seconds between visibility extensions (default: half the timeout).")
-@click.option("--wait", type=int, default=20, show_default=True, help="Long-poll wait of each receive, in seconds.")
-@click.option("--grace-period", type=float, default=30, show_default=True, help="Seconds running handlers get at stop.")
-@click.option("--idle-timeout", type=float, help="Stop after this many seconds without messages (default: never).")
-@click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]), default="INFO", show_default=True)
+@click.option(
+    "--processes", is_flag=True, help="Run handlers in --concurrency worker processes instead of threads."
+)
+@click.option(
+    "--visibility-timeout", type=int, help="Seconds a message is hidden per receive (default: the queue's)."
+)
+@click.option(
+    "--heartbeat", type=float, help="Seconds between visibility extensions (default: half the timeout)."
+)
+@click.option(
+    "--wait", type=int, default=20, show_default=True, help="Long-poll wait of each receive, in seconds."
+)
+@click.option(
+    "--grace-period", type=float, default=30, show_default=True, help="Seconds running handlers get at stop."
+)
+@click.option(
+    "--idle-timeout", type=float, help="Stop after this many seconds without messages (default: never)."
+)
+@click.option(
+    "--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]), default="INFO", show_default=True
+)
 @json_option
 def worker(
     queue: str,

@@ -1,12 +1,12 @@
 """durableq: a durable message queue on one SQLite file, with the semantics of Amazon SQS.
 
-    import durableq
-    with durableq.open("queue.db") as broker:
-        jobs = broker.create_queue("jobs")
-        jobs.send("hello")
-        for message in jobs.receive(max_messages=10, wait_time=20):
-            ...
-            jobs.delete(message.receipt_handle)
+import durableq
+with durableq.open("queue.db") as broker:
+    jobs = broker.create_queue("jobs")
+    jobs.send("hello")
+    for message in jobs.receive(max_messages=10, wait_time=20):
+        ...
+        jobs.delete(message.receipt_handle)
 """
 
 from __future__ import annotations

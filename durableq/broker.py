@@ -9,17 +9,18 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from . import limits, queues, settings, validation
-from .limits import DEFAULT
-from .database import Database, prepare_file
+from . import limits
+from .engines.migrate import ensure_schema
+from .engines.sqlite import Database, prepare_file
 from .errors import InvalidParameterValue
-from .migrate import ensure_schema
+from .limits import DEFAULT
+from .ops import queue_rows, settings, validation
+from .ops.runtime import Runtime
 from .queue import Queue
-from .runtime import Runtime
 from .types import MoveTask, RedriveAllowPolicy, RedrivePolicy
 
 
-def open(  # noqa: A001 - the public name the spec gives
+def open(
     path: str | os.PathLike[str],
     *,
     clock: Callable[[], float] | None = None,
@@ -126,13 +127,15 @@ class Broker:
         }
         checked_tags = validation.tags(tags) if tags else {}
         if len(checked_tags) > limits.MAX_TAGS:
-            raise InvalidParameterValue(f"a queue holds at most {limits.MAX_TAGS} tags; got {len(checked_tags)}")
+            raise InvalidParameterValue(
+                f"a queue holds at most {limits.MAX_TAGS} tags; got {len(checked_tags)}"
+            )
         with self._rt.db.write() as conn:
             queue, created = settings.create(
                 conn, name, fifo, {k: v for k, v in given.items() if v is not DEFAULT}, self._rt.now_ms()
             )
             if created and checked_tags:
-                queues.set_tags(conn, queue, checked_tags)
+                queue_rows.set_tags(conn, queue, checked_tags)
         return Queue(self._rt, name, fifo)
 
     def get_queue(self, name: str) -> Queue:
@@ -145,21 +148,21 @@ class Broker:
     def list_queues(self, prefix: str = "") -> list[str]:
         """Names of the queues that start with ``prefix``, sorted."""
         with self._rt.db.read() as conn:
-            return queues.list_names(conn, prefix)
+            return queue_rows.list_names(conn, prefix)
 
     def delete_queue(self, name: str) -> None:
         """Delete a queue and its messages; the name can be used again at once."""
         validation.queue_name(name)
         with self._rt.db.write() as conn:
-            queues.delete(conn, queues.load(conn, name))
+            queue_rows.delete(conn, queue_rows.load(conn, name))
         self._rt.catalog.forget(name)
 
     def dead_letter_source_queues(self, name: str) -> list[str]:
         """Queues whose redrive policy names ``name`` as their dead-letter queue."""
         validation.queue_name(name)
         with self._rt.db.read() as conn:
-            queues.load(conn, name)
-            return queues.dead_letter_sources(conn, name)
+            queue_rows.load(conn, name)
+            return queue_rows.dead_letter_sources(conn, name)
 
     # -- message move tasks -----------------------------------------------------
 

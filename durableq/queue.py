@@ -8,9 +8,10 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
-from . import batch, limits, peek, permissions, queues, send, settings, stats, validation, visibility
+from . import limits
 from .errors import BatchRequestTooLong, DurableQError, InvalidParameterValue
-from .runtime import Runtime
+from .ops import batch, peek, permissions, queue_rows, send, settings, stats, validation, visibility
+from .ops.runtime import Runtime
 from .types import (
     AttributeInput,
     BatchResult,
@@ -55,7 +56,7 @@ class Queue:
         statement, atomic by itself; on a FIFO queue the group rows change too."""
         return self._rt.db.write() if self._fifo else self._rt.db.statement()
 
-    def _fresh(self, conn: sqlite3.Connection) -> queues.QueueConfig:
+    def _fresh(self, conn: sqlite3.Connection) -> queue_rows.QueueConfig:
         """The queue row as of now (inside a transaction: as of that transaction)."""
         return self._rt.catalog.get(conn, self._name, fresh=True)
 
@@ -99,7 +100,9 @@ class Queue:
         """Add a statement to the queue's access policy (kept for SQS clients, not enforced)."""
         with self._rt.db.write() as conn:
             queue = self._fresh(conn)
-            permissions.add(conn, queue, label, account_ids, actions, resource or queue.name, self._rt.now_ms())
+            permissions.add(
+                conn, queue, label, account_ids, actions, resource or queue.name, self._rt.now_ms()
+            )
         self._rt.catalog.forget(self._name)
 
     def remove_permission(self, label: str) -> None:
@@ -111,24 +114,24 @@ class Queue:
     def purge(self) -> None:
         """Remove every message, in every state, and forget FIFO deduplication ids."""
         with self._rt.db.write() as conn:
-            queues.purge(conn, self._fresh(conn))
+            queue_rows.purge(conn, self._fresh(conn))
 
     # -- tags -------------------------------------------------------------------
 
     def tag(self, **tags: str) -> None:
         """Add or replace tags (key 1-128 characters, value 0-256, at most 50 per queue)."""
         with self._rt.db.write() as conn:
-            queues.set_tags(conn, self._fresh(conn), tags)
+            queue_rows.set_tags(conn, self._fresh(conn), tags)
 
     def untag(self, *keys: str) -> None:
         """Remove tags; keys that are not there are ignored."""
         with self._rt.db.write() as conn:
-            queues.remove_tags(conn, self._fresh(conn), keys)
+            queue_rows.remove_tags(conn, self._fresh(conn), keys)
 
     def tags(self) -> dict[str, str]:
         """The queue's tags."""
         with self._rt.db.statement() as conn:
-            return queues.get_tags(conn, self._fresh(conn))
+            return queue_rows.get_tags(conn, self._fresh(conn))
 
     # -- messages ---------------------------------------------------------------
 
@@ -242,7 +245,8 @@ class Queue:
             now = rt.now_ms()
             if queue.fifo:
                 return batch.each(
-                    ids, lambda i: visibility.delete(conn, rt.catalog, self._name, rows[i][1], now, rt.counters)
+                    ids,
+                    lambda i: visibility.delete(conn, rt.catalog, self._name, rows[i][1], now, rt.counters),
                 )
             outcomes = visibility.delete_many(conn, queue, [row[1] for row in rows], now, rt.counters)
         return batch.outcomes(ids, outcomes)
@@ -262,5 +266,6 @@ class Queue:
             self._fresh(conn)
             now = self._rt.now_ms()
             catalog = self._rt.catalog
-            return batch.each(ids, lambda i: visibility.change(conn, catalog, self._name, rows[i][1], rows[i][2], now))
-
+            return batch.each(
+                ids, lambda i: visibility.change(conn, catalog, self._name, rows[i][1], rows[i][2], now)
+            )

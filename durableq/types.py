@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 __all__ = [
     "Attribute",
@@ -71,7 +71,7 @@ def md5_hex(text: str) -> str:
 
 def datetime_from_ms(ms: int) -> datetime:
     """A UTC datetime from epoch milliseconds (the database's time unit)."""
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
 @dataclass(slots=True)

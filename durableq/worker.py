@@ -23,8 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import limits, validation
+from . import limits
 from .errors import DurableQError, InvalidParameterValue
+from .ops import validation
 from .queue import Queue
 from .types import Message
 
@@ -96,7 +97,9 @@ class Worker:
         self.concurrency = concurrency
         self.visibility_timeout = visibility_timeout or queue.attributes()["visibility_timeout"]
         if self.visibility_timeout < 1:
-            raise InvalidParameterValue("the worker needs a visibility timeout of at least 1 s (the queue's is 0)")
+            raise InvalidParameterValue(
+                "the worker needs a visibility timeout of at least 1 s (the queue's is 0)"
+            )
         self.heartbeat_interval = heartbeat_interval or max(self.visibility_timeout / 2, 0.5)
         validation.number("heartbeat_interval", self.heartbeat_interval, 0.05, self.visibility_timeout)
         self.wait_time = wait_time
@@ -152,7 +155,9 @@ class Worker:
                         wait_time=min(self.wait_time, int(STOP_CHECK)),
                     )
                 except DurableQError as exc:
-                    log.error("receive from %s failed: %s; retrying in %s s", self.queue.name, exc, STOP_CHECK)
+                    log.error(
+                        "receive from %s failed: %s; retrying in %s s", self.queue.name, exc, STOP_CHECK
+                    )
                     self._stop.wait(STOP_CHECK)
                     continue
                 if messages or self._jobs:
@@ -162,14 +167,18 @@ class Worker:
                         self._jobs[message.receipt_handle] = _Job(message)
                     # Daemon threads: a handler still running after the grace period must not
                     # keep the process alive (its message was released for another consumer).
-                    threading.Thread(target=self._handle, args=(message,), name="durableq-job", daemon=True).start()
+                    threading.Thread(
+                        target=self._handle, args=(message,), name="durableq-job", daemon=True
+                    ).start()
         finally:
             self._drain()
             self._stop.set()
             heartbeat.join()
 
     def _idle_for(self, since: float) -> bool:
-        return self.idle_timeout is not None and not self._jobs and time.monotonic() - since >= self.idle_timeout
+        return (
+            self.idle_timeout is not None and not self._jobs and time.monotonic() - since >= self.idle_timeout
+        )
 
     def _wait_for_a_free_slot(self) -> int:
         with self._lock:
@@ -208,7 +217,9 @@ class Worker:
         try:
             if failure is None:
                 self.queue.delete(message.receipt_handle)
-                log.info("job %s done in %.3f s", message.message_id, took, extra=_outcome(message, "done", took))
+                log.info(
+                    "job %s done in %.3f s", message.message_id, took, extra=_outcome(message, "done", took)
+                )
             else:
                 delay = self.backoff(message.receive_count)
                 self.queue.change_visibility(message.receipt_handle, delay)
@@ -220,7 +231,9 @@ class Worker:
                     type(failure).__name__,
                     failure,
                     delay,
-                    extra=_outcome(message, "failed", took, error=f"{type(failure).__name__}: {failure}", retry_in=delay),
+                    extra=_outcome(
+                        message, "failed", took, error=f"{type(failure).__name__}: {failure}", retry_in=delay
+                    ),
                 )
         except DurableQError as exc:
             log.error("job %s: could not settle the message: %s", message.message_id, exc)
@@ -231,7 +244,11 @@ class Worker:
         while not self._stop.wait(tick):
             now = time.monotonic()
             with self._lock:
-                due = [j for j in self._jobs.values() if not j.lost and now - j.extended_at >= self.heartbeat_interval]
+                due = [
+                    j
+                    for j in self._jobs.values()
+                    if not j.lost and now - j.extended_at >= self.heartbeat_interval
+                ]
             for job in due:
                 self._extend(job, now)
 
@@ -245,7 +262,9 @@ class Worker:
             job.extended_at = now
         except DurableQError as exc:
             job.lost = True
-            log.warning("job %s: visibility not extended (%s); it will not be deleted", job.message.message_id, exc)
+            log.warning(
+                "job %s: visibility not extended (%s); it will not be deleted", job.message.message_id, exc
+            )
 
     def _drain(self) -> None:
         """Give running handlers the grace period, then release what is left."""
@@ -259,7 +278,9 @@ class Worker:
         for job in unfinished:
             try:
                 self.queue.change_visibility(job.message.receipt_handle, 0)
-                log.warning("job %s still running at stop: released for another consumer", job.message.message_id)
+                log.warning(
+                    "job %s still running at stop: released for another consumer", job.message.message_id
+                )
             except DurableQError as exc:
                 log.error("job %s could not be released: %s", job.message.message_id, exc)
 
@@ -352,4 +373,3 @@ def _install_signal_handlers(stop: Callable[[], None]) -> Callable[[], None]:
             signal.signal(sig, handler)
 
     return restore
-

@@ -27,13 +27,19 @@ class SimulatedClock:
 def build(path: Path, clock: SimulatedClock) -> None:
     with durableq.open(path, clock=clock, durability="normal") as broker:
         broker.create_queue("orders-dlq")
-        orders = broker.create_queue("orders", visibility_timeout=20, redrive_policy=RedrivePolicy("orders-dlq", 3))
+        orders = broker.create_queue(
+            "orders", visibility_timeout=20, redrive_policy=RedrivePolicy("orders-dlq", 3)
+        )
         emails = broker.create_queue("emails")
         for minute in range(5):
             for second in range(0, 60, 5):
                 batch = 4 + minute * 2
-                orders.send_batch([SendEntry(str(i), f"order {minute}:{second}:{i}") for i in range(batch // 2)])
-                orders.send_batch([SendEntry(str(i), f"order {minute}:{second}:{i}b") for i in range(batch - batch // 2)])
+                orders.send_batch(
+                    [SendEntry(str(i), f"order {minute}:{second}:{i}") for i in range(batch // 2)]
+                )
+                orders.send_batch(
+                    [SendEntry(str(i), f"order {minute}:{second}:{i}b") for i in range(batch - batch // 2)]
+                )
                 emails.send_batch([SendEntry(str(i), f"email {minute}:{second}:{i}") for i in range(3)])
                 for message in orders.receive(10):
                     if int(message.message_id[:8], 16) % 4:  # three in four succeed

@@ -9,7 +9,7 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine
 from sqlalchemy.pool import NullPool
 
-from durableq.schema import metadata
+from durableq.engines.schema import metadata
 
 config = context.config
 

@@ -99,6 +99,9 @@ def test_change_visibility_batch(queue: durableq.Queue, clock: FakeClock) -> Non
         ]
     )
     assert [s.id for s in result.successful] == ["a"]
-    assert {(f.id, f.code) for f in result.failed} == {("b", "InvalidParameterValue"), ("c", "MessageNotInflight")}
+    assert {(f.id, f.code) for f in result.failed} == {
+        ("b", "InvalidParameterValue"),
+        ("c", "MessageNotInflight"),
+    }
     positional = queue.change_visibility_batch([(again.receipt_handle, 0)])
     assert [s.id for s in positional.successful] == ["0"]

@@ -28,7 +28,9 @@ def _produce(path: str, start: int, count: int) -> None:
     with durableq.open(path, durability="normal") as broker:
         queue = broker.get_queue("work")
         for i in range(start, start + count, 10):
-            result = queue.send_batch([SendEntry(str(j), f"m{j}") for j in range(i, min(i + 10, start + count))])
+            result = queue.send_batch(
+                [SendEntry(str(j), f"m{j}") for j in range(i, min(i + 10, start + count))]
+            )
             assert not result.failed
 
 

@@ -49,7 +49,9 @@ def test_the_move_happens_in_the_receive_that_would_return_it(pair, clock: FakeC
     assert dead.stats().approximate_number_of_messages == 1
 
 
-def test_retention_keeps_counting_for_a_standard_dead_letter(broker: durableq.Broker, clock: FakeClock) -> None:
+def test_retention_keeps_counting_for_a_standard_dead_letter(
+    broker: durableq.Broker, clock: FakeClock
+) -> None:
     broker.create_queue("dlq", retention_period=100)
     jobs = broker.create_queue("jobs", visibility_timeout=10, redrive_policy=RedrivePolicy("dlq", 1))
     jobs.send("x")
@@ -95,12 +97,16 @@ def test_redrive_allow_policy(broker: durableq.Broker) -> None:
     with pytest.raises(durableq.InvalidAttributeValue):
         stranger.set_attributes(redrive_policy=RedrivePolicy("picky", 2))
     stranger.set_attributes(redrive_policy=RedrivePolicy("open", 2))
-    assert broker.get_queue("picky").attributes()["redrive_allow_policy"] == RedriveAllowPolicy("byQueue", ("friend",))
+    assert broker.get_queue("picky").attributes()["redrive_allow_policy"] == RedriveAllowPolicy(
+        "byQueue", ("friend",)
+    )
 
 
 def test_redrive_allow_policy_limits(broker: durableq.Broker) -> None:
     with pytest.raises(durableq.InvalidAttributeValue, match="1 to 10 source queues"):
-        broker.create_queue("d", redrive_allow_policy=RedriveAllowPolicy("byQueue", [f"q{i}" for i in range(11)]))
+        broker.create_queue(
+            "d", redrive_allow_policy=RedriveAllowPolicy("byQueue", [f"q{i}" for i in range(11)])
+        )
     with pytest.raises(durableq.InvalidAttributeValue, match="1 to 10 source queues"):
         broker.create_queue("d", redrive_allow_policy=RedriveAllowPolicy("byQueue", []))
     with pytest.raises(durableq.InvalidAttributeValue, match="only allowed with permission byQueue"):
@@ -133,7 +139,9 @@ def test_a_policy_set_by_another_broker_applies_at_once(db_path, clock: FakeCloc
         assert [m.body for m in one.get_queue("dlq").receive()] == ["x"]
 
 
-def test_a_missing_dead_letter_queue_leaves_messages_where_they_are(broker: durableq.Broker, clock: FakeClock) -> None:
+def test_a_missing_dead_letter_queue_leaves_messages_where_they_are(
+    broker: durableq.Broker, clock: FakeClock
+) -> None:
     broker.create_queue("dlq")
     jobs = broker.create_queue("jobs", visibility_timeout=10, redrive_policy=RedrivePolicy("dlq", 1))
     jobs.send("x")
@@ -145,7 +153,9 @@ def test_a_missing_dead_letter_queue_leaves_messages_where_they_are(broker: dura
 # -- message move tasks --------------------------------------------------------
 
 
-def _dead_letters(broker: durableq.Broker, clock: FakeClock, count: int) -> tuple[durableq.Queue, durableq.Queue]:
+def _dead_letters(
+    broker: durableq.Broker, clock: FakeClock, count: int
+) -> tuple[durableq.Queue, durableq.Queue]:
     dead = broker.create_queue("jobs-dlq")
     jobs = broker.create_queue("jobs", visibility_timeout=10, redrive_policy=RedrivePolicy("jobs-dlq", 1))
     for i in range(count):
@@ -159,7 +169,9 @@ def _dead_letters(broker: durableq.Broker, clock: FakeClock, count: int) -> tupl
     return jobs, dead
 
 
-def test_a_move_task_sends_dead_letters_back_to_their_source(broker: durableq.Broker, clock: FakeClock) -> None:
+def test_a_move_task_sends_dead_letters_back_to_their_source(
+    broker: durableq.Broker, clock: FakeClock
+) -> None:
     jobs, dead = _dead_letters(broker, clock, 25)
     task = broker.start_message_move("jobs-dlq")
     assert task.status == "RUNNING" and task.to_move == 25 and task.source == "jobs-dlq"

@@ -163,7 +163,9 @@ def test_a_group_that_ends_at_a_delayed_message_does_not_stop_other_groups(
     assert [m.body for m in dedup.receive(10)] == ["a1", "b1"]
 
 
-def test_a_group_is_free_again_when_its_message_becomes_visible(dedup: durableq.Queue, clock: FakeClock) -> None:
+def test_a_group_is_free_again_when_its_message_becomes_visible(
+    dedup: durableq.Queue, clock: FakeClock
+) -> None:
     dedup.send("a1", group_id="a")
     dedup.send("a2", group_id="a")
     dedup.receive(1)
@@ -185,7 +187,9 @@ def test_releasing_the_head_while_a_later_message_is_in_flight_keeps_the_group_b
     assert [m.body for m in dedup.receive(10)] == ["a1", "a2"]
 
 
-def test_delete_needs_the_latest_handle_within_its_visibility(dedup: durableq.Queue, clock: FakeClock) -> None:
+def test_delete_needs_the_latest_handle_within_its_visibility(
+    dedup: durableq.Queue, clock: FakeClock
+) -> None:
     dedup.send("x", group_id="g")
     [old] = dedup.receive()
     clock.advance(30)
@@ -201,7 +205,9 @@ def test_delete_needs_the_latest_handle_within_its_visibility(dedup: durableq.Qu
         dedup.delete(new.receipt_handle)  # gone: no longer the latest of anything
 
 
-def test_a_retried_attempt_returns_the_same_messages_and_handles(dedup: durableq.Queue, clock: FakeClock) -> None:
+def test_a_retried_attempt_returns_the_same_messages_and_handles(
+    dedup: durableq.Queue, clock: FakeClock
+) -> None:
     for i in range(3):
         dedup.send(f"m{i}", group_id="g")
     first = dedup.receive(2, attempt_id="try-1")
@@ -282,7 +288,9 @@ def test_a_dead_lettered_fifo_message_restarts_its_enqueue_time_and_keeps_order(
 
 
 def test_expired_fifo_messages_leave_their_group(broker: durableq.Broker, clock: FakeClock) -> None:
-    queue = broker.create_queue("short.fifo", fifo=True, content_based_deduplication=True, retention_period=60)
+    queue = broker.create_queue(
+        "short.fifo", fifo=True, content_based_deduplication=True, retention_period=60
+    )
     queue.send("old", group_id="g")
     clock.advance(30)
     queue.send("young", group_id="g")

@@ -60,13 +60,17 @@ def test_the_queue_wait_time_is_the_default(broker: durableq.Broker) -> None:
     assert time.monotonic() - started < 0.9
 
 
-def test_a_long_poll_wakes_when_a_delayed_message_becomes_visible(queue: durableq.Queue, clock: FakeClock) -> None:
+def test_a_long_poll_wakes_when_a_delayed_message_becomes_visible(
+    queue: durableq.Queue, clock: FakeClock
+) -> None:
     queue.send("delayed", delay_seconds=60)
     threading.Timer(0.3, clock.advance, args=(60,)).start()
     assert [m.body for m in queue.receive(wait_time=20)] == ["delayed"]
 
 
-def test_a_long_poll_wakes_when_an_in_flight_message_comes_back(queue: durableq.Queue, clock: FakeClock) -> None:
+def test_a_long_poll_wakes_when_an_in_flight_message_comes_back(
+    queue: durableq.Queue, clock: FakeClock
+) -> None:
     queue.send("retry me")
     queue.receive(visibility_timeout=30)
     threading.Timer(0.3, clock.advance, args=(30,)).start()

@@ -13,10 +13,10 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine
 
 import durableq
-from durableq import migrate
-from durableq.database import Database
-from durableq.fileformat import SCHEMA_REVISION
-from durableq.schema import metadata
+from durableq.engines import migrate
+from durableq.engines.fileformat import SCHEMA_REVISION
+from durableq.engines.schema import metadata
+from durableq.engines.sqlite import Database
 
 
 def _diff(path: Path) -> list:
@@ -88,11 +88,10 @@ def test_a_file_at_an_older_revision_is_upgraded_keeping_its_messages(db_path: P
 
 def test_opening_an_up_to_date_file_does_not_load_alembic(db_path: Path, clock) -> None:
     durableq.open(db_path, clock=clock).close()
-    code = (
-        "import sys, durableq; durableq.open(sys.argv[1]).close(); "
-        "print('alembic' in sys.modules)"
+    code = "import sys, durableq; durableq.open(sys.argv[1]).close(); print('alembic' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(db_path)], capture_output=True, text=True, check=True
     )
-    result = subprocess.run([sys.executable, "-c", code, str(db_path)], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
 
 

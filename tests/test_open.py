@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import durableq
-from durableq.fileformat import APPLICATION_ID
+from durableq.engines.fileformat import APPLICATION_ID
 
 
 def _digest(path: Path) -> str:

@@ -49,7 +49,14 @@ def test_every_spec_error_has_a_stable_code(name: str) -> None:
 
 
 def test_database_errors_are_durableq_errors() -> None:
-    for name in ("DatabaseLocked", "DatabaseCorrupt", "DatabaseReadOnly", "DatabaseFull", "NotADurableQDatabase", "SchemaVersionTooNew"):
+    for name in (
+        "DatabaseLocked",
+        "DatabaseCorrupt",
+        "DatabaseReadOnly",
+        "DatabaseFull",
+        "NotADurableQDatabase",
+        "SchemaVersionTooNew",
+    ):
         error = getattr(durableq, name)
         assert issubclass(error, durableq.DatabaseError) and issubclass(error, durableq.DurableQError)
         assert error.code == name
@@ -62,7 +69,9 @@ def test_public_methods_have_docstrings_and_type_hints(cls: type) -> None:
             continue
         hints = typing.get_type_hints(member)
         assert "return" in hints, f"{cls.__name__}.{name} has no return type"
-        parameters = [p for p in inspect.signature(member).parameters if p != "self" and not p.startswith("*")]
+        parameters = [
+            p for p in inspect.signature(member).parameters if p != "self" and not p.startswith("*")
+        ]
         assert all(p in hints for p in parameters), f"{cls.__name__}.{name} lacks parameter types"
         assert member.__doc__, f"{cls.__name__}.{name} has no docstring"
 

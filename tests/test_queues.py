@@ -255,7 +255,9 @@ def test_a_policy_must_be_a_json_object(broker: durableq.Broker) -> None:
 
 def test_permissions_are_statements_of_the_policy(broker: durableq.Broker) -> None:
     queue = broker.create_queue("jobs")
-    queue.add_permission("producers", ["111122223333"], ["SendMessage"], resource="arn:aws:sqs:us-east-1:1:jobs")
+    queue.add_permission(
+        "producers", ["111122223333"], ["SendMessage"], resource="arn:aws:sqs:us-east-1:1:jobs"
+    )
     queue.add_permission("everything", ["444455556666", "111122223333"], ["*"])
     policy = json.loads(queue.attributes()["policy"])
     assert [s["Sid"] for s in policy["Statement"]] == ["producers", "everything"]

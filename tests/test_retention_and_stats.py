@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import durableq
 from tests.conftest import FakeClock
@@ -18,7 +18,9 @@ def _rows(db_path, queue: str) -> int:
     return count
 
 
-def test_expired_messages_are_never_returned_and_are_removed(broker: durableq.Broker, clock: FakeClock, db_path) -> None:
+def test_expired_messages_are_never_returned_and_are_removed(
+    broker: durableq.Broker, clock: FakeClock, db_path
+) -> None:
     queue = broker.create_queue("short", retention_period=60)
     queue.send("old")
     queue.send("in flight")
@@ -70,7 +72,7 @@ def test_stats_never_mix_queues(broker: durableq.Broker) -> None:
 
 
 def test_per_minute_counters(queue: durableq.Queue, clock: FakeClock) -> None:
-    minute = datetime.fromtimestamp(clock() - clock() % 60, tz=timezone.utc)
+    minute = datetime.fromtimestamp(clock() - clock() % 60, tz=UTC)
     queue.send("a")
     queue.send("b")
     first = queue.receive(2)

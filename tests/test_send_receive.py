@@ -17,7 +17,9 @@ HANDLE = re.compile(r"\d+\.\d+\.[0-9a-f]{16}\.[0-9a-f]{16}")
 
 def test_send_returns_an_id_and_the_md5_of_the_body(queue: durableq.Queue) -> None:
     result = queue.send("héllo wörld")
-    assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", result.message_id)
+    assert re.fullmatch(
+        r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", result.message_id
+    )
     assert result.md5_of_body == hashlib.md5("héllo wörld".encode()).hexdigest()
     assert result.sequence_number is None
 
@@ -57,7 +59,9 @@ def test_max_messages_must_be_1_to_10(queue: durableq.Queue, bad: object) -> Non
         queue.receive(bad)  # type: ignore[arg-type]
 
 
-def test_a_received_message_is_hidden_until_its_visibility_timeout(queue: durableq.Queue, clock: FakeClock) -> None:
+def test_a_received_message_is_hidden_until_its_visibility_timeout(
+    queue: durableq.Queue, clock: FakeClock
+) -> None:
     queue.send("once")
     [first] = queue.receive()
     assert queue.receive() == []
@@ -71,7 +75,9 @@ def test_a_received_message_is_hidden_until_its_visibility_timeout(queue: durabl
     assert again.first_receive_timestamp == first.first_receive_timestamp
 
 
-def test_a_per_receive_visibility_timeout_overrides_the_queue(queue: durableq.Queue, clock: FakeClock) -> None:
+def test_a_per_receive_visibility_timeout_overrides_the_queue(
+    queue: durableq.Queue, clock: FakeClock
+) -> None:
     queue.send("short")
     queue.receive(visibility_timeout=5)
     clock.advance(5)
@@ -315,7 +321,9 @@ def test_peek_shows_messages_by_state_without_receiving_them(queue: durableq.Que
 
 
 def test_peek_checks_its_arguments(queue: durableq.Queue) -> None:
-    with pytest.raises(durableq.InvalidParameterValue, match="state must be one of visible, in_flight, delayed"):
+    with pytest.raises(
+        durableq.InvalidParameterValue, match="state must be one of visible, in_flight, delayed"
+    ):
         queue.peek(state="gone")
     with pytest.raises(durableq.InvalidParameterValue, match="limit must be from 1 to 1000"):
         queue.peek(limit=0)

@@ -63,7 +63,9 @@ class StandardMachine(RuleBasedStateMachine):
     @precondition(lambda self: any(m in self.live for m in self.handles))
     @rule(data=st.data(), timeout=st.integers(0, 60))
     def change_visibility(self, data: st.DataObject, timeout: int) -> None:
-        message_id = data.draw(st.sampled_from([m for m in self.sent if m in self.handles and m in self.live]))
+        message_id = data.draw(
+            st.sampled_from([m for m in self.sent if m in self.handles and m in self.live])
+        )
         handle = data.draw(st.sampled_from(self.handles[message_id]))
         try:
             self.queue.change_visibility(handle, timeout)

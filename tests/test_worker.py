@@ -49,7 +49,9 @@ def test_handled_messages_are_deleted(db_path: Path, tmp_path: Path) -> None:
     with durableq.open(db_path) as broker:
         queue = broker.create_queue("jobs")
         queue.send_batch(_jobs(log, 10))
-        queue.send_batch([SendEntry(str(i), e.body.replace('"j', '"k')) for i, e in enumerate(_jobs(log, 10))])
+        queue.send_batch(
+            [SendEntry(str(i), e.body.replace('"j', '"k')) for i, e in enumerate(_jobs(log, 10))]
+        )
         worker = durableq.Worker(queue, worker_handlers.record, concurrency=4)
         thread = _run_in_thread(worker)
         _until(lambda: _empty(queue))
@@ -60,7 +62,9 @@ def test_handled_messages_are_deleted(db_path: Path, tmp_path: Path) -> None:
     assert len(done) == 20 and set(done.values()) == {1}
 
 
-def test_failures_retry_after_a_backoff_then_go_to_the_dead_letter_queue(db_path: Path, tmp_path: Path) -> None:
+def test_failures_retry_after_a_backoff_then_go_to_the_dead_letter_queue(
+    db_path: Path, tmp_path: Path
+) -> None:
     log = tmp_path / "jobs.log"
     with durableq.open(db_path) as broker:
         dead = broker.create_queue("jobs-dlq")
@@ -181,7 +185,9 @@ def test_a_killed_worker_loses_nothing(db_path: Path, tmp_path: Path) -> None:
         _until(lambda: len(events(str(log))) == 3)
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait(30)
-        _until(lambda: queue.stats().approximate_number_of_messages == 3, timeout=15)  # back after the timeout
+        _until(
+            lambda: queue.stats().approximate_number_of_messages == 3, timeout=15
+        )  # back after the timeout
 
 
 def test_two_worker_processes_never_run_one_job_at_once(db_path: Path, tmp_path: Path) -> None:
@@ -190,7 +196,10 @@ def test_two_worker_processes_never_run_one_job_at_once(db_path: Path, tmp_path:
         queue = broker.create_queue("jobs", visibility_timeout=1)
         for i in range(0, 30, 10):
             queue.send_batch(
-                [SendEntry(str(j), json.dumps({"id": f"j{j}", "log": str(log), "sleep": 0.2})) for j in range(i, i + 10)]
+                [
+                    SendEntry(str(j), json.dumps({"id": f"j{j}", "log": str(log), "sleep": 0.2}))
+                    for j in range(i, i + 10)
+                ]
             )
         worker = _start_worker(db_path, "processes", 2, grace=5)
         _until(lambda: _empty(queue), timeout=60)

@@ -20,25 +20,25 @@ try:
 except ImportError as exc:
     raise SparkExtraMissing("pyspark") from exc
 
-from .driver import JAR_VARIABLE, SYSTEM_JAR, find_jdbc_jar  # noqa: E402 - after the check above
-from .frames import COUNTERS, STATES  # noqa: E402
-from .plot import write_activity_png  # noqa: E402
-from .reader import QueueAnalytics  # noqa: E402
-from .reports import Tables  # noqa: E402
-from .run import ALL, EXPORTED_TABLES, REPORT_NAMES, export_parquet, run_report, to_rows  # noqa: E402
-from .snapshot import Snapshot  # noqa: E402
+from .driver import JAR_VARIABLE, SYSTEM_JAR, find_jdbc_jar
+from .frames import COUNTERS, STATES
+from .plot import write_activity_png
+from .reader import QueueAnalytics
+from .reports import Tables
+from .run import ALL, EXPORTED_TABLES, REPORT_NAMES, export_parquet, run_report, to_rows
+from .snapshot import Snapshot
 
 __all__ = [
     "ALL",
-    "AnalyticsError",
     "COUNTERS",
     "EXPORTED_TABLES",
     "JAR_VARIABLE",
-    "JdbcDriverNotFound",
-    "QueueAnalytics",
     "REPORT_NAMES",
     "STATES",
     "SYSTEM_JAR",
+    "AnalyticsError",
+    "JdbcDriverNotFound",
+    "QueueAnalytics",
     "Snapshot",
     "SparkExtraMissing",
     "Tables",

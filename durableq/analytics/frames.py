@@ -14,8 +14,8 @@ import re
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ..retention import unexpired_sql
-from ..stats import STATE_SQL
+from ..ops.retention import unexpired_sql
+from ..ops.stats import STATE_SQL
 from .driver import DRIVER_CLASS, jdbc_url
 from .errors import JdbcDriverNotFound
 from .snapshot import Snapshot

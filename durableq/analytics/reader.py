@@ -11,8 +11,8 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
-from .. import validation
 from ..errors import InvalidParameterValue, QueueDoesNotExist
+from ..ops import validation
 from . import reports
 from .driver import find_jdbc_jar
 from .errors import AnalyticsError

@@ -22,10 +22,10 @@ from datetime import datetime
 from pathlib import Path
 from urllib.parse import quote
 
-from ..database import Database, identify, translate
+from ..engines.fileformat import SCHEMA_REVISION
+from ..engines.migrate import current
+from ..engines.sqlite import Database, identify, translate
 from ..errors import DatabaseError, NotADurableQDatabase
-from ..migrate import current
-from ..fileformat import SCHEMA_REVISION
 from ..types import datetime_from_ms
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--durability", choices=("full", "normal"), default="full")
     parser.add_argument("--log-level", default="WARNING")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     run(
         args.db,
         host=args.host,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import queue
-import socket
 import threading
 import time
 import uuid
@@ -53,7 +52,9 @@ class _Workers:
         with self._lock:
             if self._idle == 0 and self._started < self._limit:
                 self._started += 1
-                threading.Thread(target=self._work, name=f"durableq-http-{self._started}", daemon=True).start()
+                threading.Thread(
+                    target=self._work, name=f"durableq-http-{self._started}", daemon=True
+                ).start()
             else:
                 self._idle -= 1  # this job will wake an idle worker (or wait for the next one free)
         self._jobs.put((job, args))
@@ -134,7 +135,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._refuse(411, "LengthRequired", "the request needs a Content-Length header")
             return
         if int(length) > MAX_REQUEST_BYTES:
-            self._refuse(413, "RequestEntityTooLarge", f"request bodies are limited to {MAX_REQUEST_BYTES} bytes")
+            self._refuse(
+                413, "RequestEntityTooLarge", f"request bodies are limited to {MAX_REQUEST_BYTES} bytes"
+            )
             return
         self._serve(self.rfile.read(int(length)))
 
@@ -162,9 +165,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         try:
             self.wfile.write(response.body)
-        except (BrokenPipeError, ConnectionResetError, socket.timeout):
+        except (TimeoutError, BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # the client left (a long poll it gave up on)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: Any) -> None:
         if log.isEnabledFor(logging.DEBUG):  # one line a request: format it only when it is wanted
             log.debug("%s %s", self.address_string(), format % args)

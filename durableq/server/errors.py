@@ -36,8 +36,9 @@ _MODELED: dict[str, tuple[str, int]] = {
 class WireError(Exception):
     """An error as a client sees it: ``shape`` (JSON ``__type``), ``code`` (query code), HTTP ``status``."""
 
-    def __init__(self, shape: str, message: str, *, code: str | None = None, status: int = 400,
-                 sender: bool = True) -> None:
+    def __init__(
+        self, shape: str, message: str, *, code: str | None = None, status: int = 400, sender: bool = True
+    ) -> None:
         super().__init__(message)
         self.shape = shape
         self.code = code or shape
@@ -70,8 +71,9 @@ def from_library(exc: errors.DurableQError) -> WireError:
 def internal(exc: BaseException) -> WireError:
     """A bug: logged with its traceback, reported without it."""
     log.exception("unexpected error while serving a request")
-    return WireError("InternalFailure", f"unexpected {type(exc).__name__} (see the server log)", status=500,
-                     sender=False)
+    return WireError(
+        "InternalFailure", f"unexpected {type(exc).__name__} (see the server log)", status=500, sender=False
+    )
 
 
 def unknown_action(action: str) -> WireError:

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from durableq import Attribute, Message
-from durableq.attributes import md5_of_attributes
 from durableq.errors import InvalidParameterValue
+from durableq.ops.attributes import md5_of_attributes
 
 from .params import Params
 from .urls import Endpoint
@@ -41,10 +41,14 @@ def attributes_in(values: Mapping[str, Any]) -> dict[str, Attribute]:
     result = {}
     for name, value in values.items():
         if not isinstance(value, Mapping):
-            raise InvalidParameterValue(f"message attribute {name!r} must be a structure with DataType and a value")
+            raise InvalidParameterValue(
+                f"message attribute {name!r} must be a structure with DataType and a value"
+            )
         data_type = value.get("DataType") or ""
         if not isinstance(data_type, str):
-            raise InvalidParameterValue(f"message attribute {name!r} has DataType {data_type!r}; it must be text")
+            raise InvalidParameterValue(
+                f"message attribute {name!r} has DataType {data_type!r}; it must be text"
+            )
         if data_type.startswith("Binary"):
             result[name] = Attribute(data_type, _base64(name, value.get("BinaryValue")))
         else:
@@ -56,7 +60,9 @@ def trace_header_in(values: Mapping[str, Any]) -> str | None:
     """The AWSTraceHeader of ``MessageSystemAttributes`` (the only one SQS accepts)."""
     for name in values:
         if name != TRACE_HEADER:
-            raise InvalidParameterValue(f"message system attribute {name!r} cannot be set; only {TRACE_HEADER} can")
+            raise InvalidParameterValue(
+                f"message system attribute {name!r} cannot be set; only {TRACE_HEADER} can"
+            )
     if TRACE_HEADER not in values:
         return None
     value = values[TRACE_HEADER]
@@ -83,7 +89,9 @@ class ReceiveView:
     def __init__(self, params: Params, endpoint: Endpoint) -> None:
         # Other names are ignored, as SQS does: typed SDKs offer queue attribute names here.
         names = {*params.texts("AttributeNames"), *params.texts("MessageSystemAttributeNames")}
-        self._system = SYSTEM_ATTRIBUTES if "All" in names else tuple(n for n in SYSTEM_ATTRIBUTES if n in names)
+        self._system = (
+            SYSTEM_ATTRIBUTES if "All" in names else tuple(n for n in SYSTEM_ATTRIBUTES if n in names)
+        )
         patterns = params.texts("MessageAttributeNames")
         self._all = any(p in _ALL for p in patterns)
         self._names = {p for p in patterns if not p.endswith(".*")}
@@ -141,4 +149,6 @@ def _base64(name: str, value: object) -> bytes:
     try:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError) as exc:
-        raise InvalidParameterValue(f"message attribute {name!r} has a BinaryValue that is not base64") from exc
+        raise InvalidParameterValue(
+            f"message attribute {name!r} has a BinaryValue that is not base64"
+        ) from exc

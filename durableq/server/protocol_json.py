@@ -13,21 +13,25 @@ TARGET_PREFIX = "AmazonSQS."
 
 
 def handles(request: Request) -> bool:
-    return "X-Amz-Target" in request.headers or request.headers.get("Content-Type", "").startswith(CONTENT_TYPE)
+    return "X-Amz-Target" in request.headers or request.headers.get("Content-Type", "").startswith(
+        CONTENT_TYPE
+    )
 
 
 def parse(request: Request) -> tuple[str, dict[str, Any]]:
     """The action and its members."""
     target = request.headers.get("X-Amz-Target", "")
     if not target.startswith(TARGET_PREFIX):
-        raise WireError("UnknownOperationException", f"X-Amz-Target must be {TARGET_PREFIX}<Action>; got {target!r}")
+        raise WireError(
+            "UnknownOperationException", f"X-Amz-Target must be {TARGET_PREFIX}<Action>; got {target!r}"
+        )
     try:
         members = json.loads(request.body or b"{}")
     except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the parser goes
         raise WireError("SerializationException", f"the request body is not JSON: {exc}") from exc
     if not isinstance(members, dict):
         raise WireError("SerializationException", "the request body must be a JSON object")
-    return target[len(TARGET_PREFIX):], members
+    return target[len(TARGET_PREFIX) :], members
 
 
 def result(action: str, members: dict[str, Any], request_id: str) -> Response:

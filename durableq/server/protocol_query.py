@@ -47,11 +47,23 @@ _ITEMS = {
     "Results": "ListMessageMoveTasksResultEntry",
 }
 # JSON map member -> (element of each entry, key element); the value is always <Value>.
-_MAPS = {"Attributes": ("Attribute", "Name"), "MessageAttributes": ("MessageAttribute", "Name"), "Tags": ("Tag", "Key")}
+_MAPS = {
+    "Attributes": ("Attribute", "Name"),
+    "MessageAttributes": ("MessageAttribute", "Name"),
+    "Tags": ("Tag", "Key"),
+}
 #: The deepest parameter name of the API: SendMessageBatchRequestEntry.1.MessageAttribute.1.Value.StringListValue.1.
 MAX_NAME_PARTS = 8
 # Parameters of the request itself, not of the action (SigV2 fields are ignored).
-_ENVELOPE = {"Action", "Version", "AWSAccessKeyId", "SignatureVersion", "SignatureMethod", "Signature", "Timestamp"}
+_ENVELOPE = {
+    "Action",
+    "Version",
+    "AWSAccessKeyId",
+    "SignatureVersion",
+    "SignatureMethod",
+    "Signature",
+    "Timestamp",
+}
 
 
 def parse(request: Request) -> tuple[str, dict[str, Any]]:
@@ -94,7 +106,10 @@ def _shape(node: Any) -> Any:
     if not node or not all(key.isdigit() for key in node):
         return node
     items = [node[key] for key in sorted(node, key=int)]
-    if all(isinstance(i, dict) and ("Name" in i or "Key" in i) and set(i) <= {"Name", "Key", "Value"} for i in items):
+    if all(
+        isinstance(i, dict) and ("Name" in i or "Key" in i) and set(i) <= {"Name", "Key", "Value"}
+        for i in items
+    ):
         return {item.get("Name", item.get("Key")): item.get("Value") for item in items}
     return items
 

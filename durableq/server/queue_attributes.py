@@ -52,7 +52,9 @@ def to_settings(attributes: Mapping[str, object], endpoint: Endpoint) -> dict[st
         if name in READ_ONLY:
             raise InvalidAttributeName(f"attribute {name} is read-only")
         if name not in SETTINGS:
-            raise InvalidAttributeName(f"unknown attribute {name}; known are {', '.join([*SETTINGS, *READ_ONLY])}")
+            raise InvalidAttributeName(
+                f"unknown attribute {name}; known are {', '.join([*SETTINGS, *READ_ONLY])}"
+            )
         key, kind = SETTINGS[name]
         settings[key] = _PARSERS[kind](name, text, endpoint)
     return settings
@@ -95,9 +97,15 @@ def _redrive(name: str, text: object, endpoint: Endpoint) -> RedrivePolicy | Non
         return None
     missing = {"deadLetterTargetArn", "maxReceiveCount"} - document.keys()
     if missing:
-        raise InvalidAttributeValue(f"{name} needs deadLetterTargetArn and maxReceiveCount; missing {sorted(missing)}")
-    target = endpoint.name_from_arn(document["deadLetterTargetArn"], "deadLetterTargetArn", InvalidAttributeValue)
-    return RedrivePolicy(target, to_int("maxReceiveCount", document["maxReceiveCount"], InvalidAttributeValue))
+        raise InvalidAttributeValue(
+            f"{name} needs deadLetterTargetArn and maxReceiveCount; missing {sorted(missing)}"
+        )
+    target = endpoint.name_from_arn(
+        document["deadLetterTargetArn"], "deadLetterTargetArn", InvalidAttributeValue
+    )
+    return RedrivePolicy(
+        target, to_int("maxReceiveCount", document["maxReceiveCount"], InvalidAttributeValue)
+    )
 
 
 def _redrive_allow(name: str, text: object, endpoint: Endpoint) -> RedriveAllowPolicy | None:
@@ -143,7 +151,10 @@ def _format_redrive(policy: RedrivePolicy | None, endpoint: Endpoint) -> str | N
     if policy is None:
         return None
     return json.dumps(
-        {"deadLetterTargetArn": endpoint.arn(policy.dead_letter_queue), "maxReceiveCount": policy.max_receive_count}
+        {
+            "deadLetterTargetArn": endpoint.arn(policy.dead_letter_queue),
+            "maxReceiveCount": policy.max_receive_count,
+        }
     )
 
 

@@ -15,7 +15,7 @@ import os
 import posixpath
 import re
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from urllib.parse import quote, unquote
 
 from .errors import WireError
@@ -73,7 +73,10 @@ def verify(request: Request, credentials: Mapping[str, str], now: float) -> str:
         raise _refused("SignatureDoesNotMatch", "the signature must cover the Host header")
     expected = signature(secret, scope, amz_date, canonical_request(request, signed))
     if not hmac.compare_digest(expected, match["signature"]):
-        raise _refused("SignatureDoesNotMatch", "the request signature we calculated does not match the signature you provided")
+        raise _refused(
+            "SignatureDoesNotMatch",
+            "the request signature we calculated does not match the signature you provided",
+        )
     return access_key
 
 
@@ -122,9 +125,11 @@ def _canonical_query(query: str) -> str:
 
 def _parse_date(amz_date: str) -> float:
     try:
-        return datetime.strptime(amz_date, "%Y%m%dT%H%M%SZ").replace(tzinfo=timezone.utc).timestamp()
+        return datetime.strptime(amz_date, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC).timestamp()
     except ValueError:
-        raise WireError("IncompleteSignature", "the request needs an X-Amz-Date header (YYYYMMDDTHHMMSSZ)") from None
+        raise WireError(
+            "IncompleteSignature", "the request needs an X-Amz-Date header (YYYYMMDDTHHMMSSZ)"
+        ) from None
 
 
 def _refused(code: str, message: str) -> WireError:

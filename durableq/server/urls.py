@@ -31,11 +31,13 @@ class Endpoint:
     def arn(self, name: str) -> str:
         return f"{_ARN_PREFIX}{self.region}:{self.account_id}:{name}"
 
-    def name_from_arn(self, arn: object, parameter: str, error: type[Exception] = InvalidParameterValue) -> str:
+    def name_from_arn(
+        self, arn: object, parameter: str, error: type[Exception] = InvalidParameterValue
+    ) -> str:
         """The queue name of an ARN of this server's region and account."""
         if not isinstance(arn, str) or not arn.startswith(_ARN_PREFIX) or arn.count(":") != 5:
             raise error(f"{parameter} must be a queue ARN, {self.arn('NAME')}; got {arn!r}")
-        region, account, name = arn[len(_ARN_PREFIX):].split(":")
+        region, account, name = arn[len(_ARN_PREFIX) :].split(":")
         if (region, account) != (self.region, self.account_id):
             raise error(
                 f"{parameter} {arn!r} names region {region} and account {account}; this endpoint serves "

@@ -1,6 +1,6 @@
 """Sends thumbnail jobs to the `thumbnails` queue (creating it and its dead-letter queue).
 
-    python examples/jobs/producer.py [DB] [COUNT]
+python examples/jobs/producer.py [DB] [COUNT]
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ down_revision = None
 branch_labels = None
 depends_on = None
 
+
 def upgrade() -> None:
     op.create_table(
         "queues",
@@ -42,9 +43,7 @@ def upgrade() -> None:
         sa.Column("id", sa.Integer, primary_key=True),
         sa.Column("queue_id", sa.Integer, nullable=False),
         sa.Column("message_id", sa.Text, nullable=False),
-        sa.Column(
-            "secret", sa.Text, nullable=False, server_default=sa.text("(lower(hex(randomblob(8))))")
-        ),
+        sa.Column("secret", sa.Text, nullable=False, server_default=sa.text("(lower(hex(randomblob(8))))")),
         sa.Column("body", sa.Text, nullable=False),
         sa.Column("attributes", sa.Text),
         sa.Column("enqueued_at", sa.BigInteger, nullable=False),

@@ -48,10 +48,7 @@ def entries(prefix: str, count: int, **options: Any) -> Iterator[list[SendEntry]
     """``count`` messages in batches of 10; bodies of varied length, some of them not ASCII."""
     for start in range(0, count, 10):
         numbers = range(start, min(start + 10, count))
-        yield [
-            SendEntry(str(n - start), f"{prefix}-{n}-" + "é€x" * (n % 17), **options)
-            for n in numbers
-        ]
+        yield [SendEntry(str(n - start), f"{prefix}-{n}-" + "é€x" * (n % 17), **options) for n in numbers]
 
 
 def send(queue: durableq.Queue, count: int, prefix: str = "", **options: Any) -> None:
@@ -60,9 +57,7 @@ def send(queue: durableq.Queue, count: int, prefix: str = "", **options: Any) ->
         assert not result.failed, result.failed
 
 
-def receive(
-    scenario: Scenario, queue: durableq.Queue, calls: int, **options: Any
-) -> list[durableq.Message]:
+def receive(scenario: Scenario, queue: durableq.Queue, calls: int, **options: Any) -> list[durableq.Message]:
     got: list[durableq.Message] = []
     for _ in range(calls):
         got.extend(queue.receive(10, **options))

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
+from durableq.cli import main
 from pyspark.sql import SparkSession
 
 from durableq.analytics import run_report
-from durableq.cli import main
 
 from . import scenario
 
@@ -21,9 +21,22 @@ def _run(*args: str, code: int = 0) -> str:
     return result.output
 
 
-def test_analyze_prints_what_the_library_reports(spark: SparkSession, world: scenario.Scenario, tmp_path: Path) -> None:
+def test_analyze_prints_what_the_library_reports(
+    spark: SparkSession, world: scenario.Scenario, tmp_path: Path
+) -> None:
     plot, out = tmp_path / "activity.png", tmp_path / "reports"
-    output = _run("--db", str(world.path), "analyze", "--report", "depth", "--json", "--plot", str(plot), "--out", str(out))
+    output = _run(
+        "--db",
+        str(world.path),
+        "analyze",
+        "--report",
+        "depth",
+        "--json",
+        "--plot",
+        str(plot),
+        "--out",
+        str(out),
+    )
     printed = json.loads(output)
     direct = run_report(world.path, "depth", spark=spark)
     assert printed["depth"] == json.loads(json.dumps(direct["depth"], default=str))
@@ -38,9 +51,13 @@ def test_analyze_one_queue_as_a_table(spark: SparkSession, world: scenario.Scena
     assert "ages" in output and queue in output and "p99" in output
 
 
-def test_export_writes_the_tables_as_parquet(spark: SparkSession, world: scenario.Scenario, tmp_path: Path) -> None:
+def test_export_writes_the_tables_as_parquet(
+    spark: SparkSession, world: scenario.Scenario, tmp_path: Path
+) -> None:
     target = tmp_path / "export"
-    written = json.loads(_run("--db", str(world.path), "export", "--format", "parquet", str(target), "--json"))
+    written = json.loads(
+        _run("--db", str(world.path), "export", "--format", "parquet", str(target), "--json")
+    )
     assert [w["table"] for w in written] == ["messages", "queues", "metrics", "snapshot"]
     assert spark.read.parquet(str(target / "messages")).count() == written[0]["rows"]
     refused = _run("--db", str(world.path), "export", str(target), code=1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import timezone
+from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -84,7 +84,7 @@ def test_run_report_returns_every_report_as_plain_rows(
     jobs = [r for r in result["throughput"] if r["queue"] == "jobs"]
     jobs_minutes = [(r["minute"], r["sent"], r["received"], r["deleted"]) for r in jobs]
     assert jobs_minutes == [(m.minute, m.sent, m.received, m.deleted) for m in metrics]
-    assert all(r["minute"].tzinfo is timezone.utc for r in result["throughput"])
+    assert all(r["minute"].tzinfo is UTC for r in result["throughput"])
     # The plot: a PNG of the configured size with something drawn on it.
     image = imread(plot)
     assert image.shape[:2] == (FIGSIZE[1] * DPI, FIGSIZE[0] * DPI)

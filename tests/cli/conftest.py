@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from durableq.cli import main
 
 import durableq
-from durableq.cli import main
 
 Run = Callable[..., Result]
 

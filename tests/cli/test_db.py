@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import durableq
-from durableq import migrate
-from durableq.database import Database
+from durableq.engines import migrate
+from durableq.engines.sqlite import Database
 
 from .conftest import Run
 
@@ -88,7 +88,6 @@ def test_queue_create_and_send_may_create_the_file(run: Run, db: Path) -> None:
 
 def test_the_database_comes_from_durableq_db_when_not_given(run: Run, tmp_path: Path) -> None:
     from click.testing import CliRunner
-
     from durableq.cli import main
 
     path = tmp_path / "from-env.db"

@@ -62,7 +62,6 @@ def test_a_file_that_cannot_be_read_is_one_line(run: Run, tmp_path: Path) -> Non
 
 def test_a_directory_as_database(run: Run, tmp_path: Path) -> None:
     from click.testing import CliRunner
-
     from durableq.cli import main
 
     result = CliRunner().invoke(main, ["--db", str(tmp_path), "queue", "list"])

@@ -9,7 +9,6 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
-
 from durableq.cli import main
 
 README = Path(__file__).resolve().parents[2] / "README.md"

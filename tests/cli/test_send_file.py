@@ -12,7 +12,6 @@ from durableq import Attribute
 
 from .conftest import Run
 
-
 BINARY = {"data_type": "Binary", "value": "aGk="}  # b"hi"
 
 

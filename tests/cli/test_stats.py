@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from durableq.cli import stats as stats_module
 
 import durableq
-from durableq.cli import stats as stats_module
 
 from .conftest import Run
 

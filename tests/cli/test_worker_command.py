@@ -15,8 +15,20 @@ def test_the_worker_runs_the_handler_until_idle(run: Run, broker: durableq.Broke
     queue = broker.create_queue("jobs")
     for i in range(5):
         queue.send(json.dumps({"id": f"j{i}", "log": str(log)}))
-    run("worker", "jobs", "tests.worker_handlers:record", "--concurrency", "2", "--idle-timeout", "1", "--wait", "1")
-    assert sorted(job for event, job, _, _ in events(str(log)) if event == "end") == [f"j{i}" for i in range(5)]
+    run(
+        "worker",
+        "jobs",
+        "tests.worker_handlers:record",
+        "--concurrency",
+        "2",
+        "--idle-timeout",
+        "1",
+        "--wait",
+        "1",
+    )
+    assert sorted(job for event, job, _, _ in events(str(log)) if event == "end") == [
+        f"j{i}" for i in range(5)
+    ]
     assert queue.stats().approximate_number_of_messages == 0
 
 
@@ -44,7 +56,9 @@ def test_json_log_lines_carry_each_jobs_outcome(run: Run, broker: durableq.Broke
     log = tmp_path / "jobs.log"
     queue = broker.create_queue("jobs")
     sent = queue.send(json.dumps({"id": "j0", "log": str(log)}))
-    result = run("worker", "jobs", "tests.worker_handlers:record", "--idle-timeout", "1", "--wait", "1", "--json")
+    result = run(
+        "worker", "jobs", "tests.worker_handlers:record", "--idle-timeout", "1", "--wait", "1", "--json"
+    )
     lines = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
     [done] = [line["job"] for line in lines if "job" in line]
     assert done["message_id"] == sent.message_id and done["outcome"] == "done" and done["receive_count"] == 1
@@ -60,9 +74,25 @@ def test_worker_processes_log_their_jobs_too(db: Path, broker: durableq.Broker, 
         queue.send(json.dumps({"id": f"j{i}", "log": str(log)}))
     durableq_command = Path(sys.executable).with_name("durableq")
     result = subprocess.run(
-        [str(durableq_command), "--db", str(db), "worker", "jobs", "tests.worker_handlers:record",
-         "--processes", "--concurrency", "2", "--idle-timeout", "2", "--wait", "1"],
-        capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2],
+        [
+            str(durableq_command),
+            "--db",
+            str(db),
+            "worker",
+            "jobs",
+            "tests.worker_handlers:record",
+            "--processes",
+            "--concurrency",
+            "2",
+            "--idle-timeout",
+            "2",
+            "--wait",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
     )
     assert result.returncode == 0, result.stderr
     assert result.stderr.count(" done in ") == 4

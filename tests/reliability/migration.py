@@ -13,8 +13,9 @@ from collections import Counter
 from pathlib import Path
 
 import durableq
-from durableq import SendEntry, migrate
-from durableq.database import Database
+from durableq import SendEntry
+from durableq.engines import migrate
+from durableq.engines.sqlite import Database
 
 from . import store
 from .fleet import launch

@@ -13,8 +13,8 @@ import time
 import psutil
 
 import durableq
-from durableq import migrate
-from durableq.database import Database
+from durableq.engines import migrate
+from durableq.engines.sqlite import Database
 
 from . import handlers
 from .journal import Journal

@@ -89,4 +89,8 @@ def fifo_url(sqs: Any, name: str) -> str:
 def error_of(excinfo: pytest.ExceptionInfo[Any]) -> tuple[str, str, int]:
     """(legacy code, shape, HTTP status) of a botocore ClientError."""
     response = excinfo.value.response
-    return response["Error"]["Code"], response["Error"].get("QueryErrorCode"), response["ResponseMetadata"]["HTTPStatusCode"]
+    return (
+        response["Error"]["Code"],
+        response["Error"].get("QueryErrorCode"),
+        response["ResponseMetadata"]["HTTPStatusCode"],
+    )

@@ -21,7 +21,9 @@ def test_messages_survive_a_killed_server(tmp_path: Path) -> None:
     with ServerProcess(db) as first:
         sqs = client(first.url)
         url = sqs.create_queue(QueueName="durable")["QueueUrl"]
-        sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": f"m{i}"} for i in range(3)])
+        sqs.send_message_batch(
+            QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": f"m{i}"} for i in range(3)]
+        )
         first.process.kill()  # no clean shutdown: what was acknowledged is in the file
         first.process.wait(30)
     with ServerProcess(db) as second:
@@ -30,27 +32,59 @@ def test_messages_survive_a_killed_server(tmp_path: Path) -> None:
 
 
 def aws(url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1",
-           "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
+    env = {
+        **os.environ,
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_CONFIG_FILE": os.devnull,
+        "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+    }
     executable = Path(sys.executable).parent / "aws"
-    return subprocess.run([str(executable), "--endpoint-url", url, "--output", "json", "sqs", *args],
-                          env=env, capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(
+        [str(executable), "--endpoint-url", url, "--output", "json", "sqs", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_the_aws_cli(server: ServerProcess) -> None:
-    created = aws(server.url, "create-queue", "--queue-name", "cli-jobs", "--attributes", "VisibilityTimeout=5")
+    created = aws(
+        server.url, "create-queue", "--queue-name", "cli-jobs", "--attributes", "VisibilityTimeout=5"
+    )
     assert created.returncode == 0, created.stderr
     url = json.loads(created.stdout)["QueueUrl"]
-    sent = aws(server.url, "send-message", "--queue-url", url, "--message-body", "from the cli",
-               "--message-attributes", '{"k": {"DataType": "String", "StringValue": "v"}}')
+    sent = aws(
+        server.url,
+        "send-message",
+        "--queue-url",
+        url,
+        "--message-body",
+        "from the cli",
+        "--message-attributes",
+        '{"k": {"DataType": "String", "StringValue": "v"}}',
+    )
     assert sent.returncode == 0, sent.stderr
-    received = aws(server.url, "receive-message", "--queue-url", url, "--attribute-names", "All",
-                   "--message-attribute-names", "All")
+    received = aws(
+        server.url,
+        "receive-message",
+        "--queue-url",
+        url,
+        "--attribute-names",
+        "All",
+        "--message-attribute-names",
+        "All",
+    )
     assert received.returncode == 0, received.stderr
     (message,) = json.loads(received.stdout)["Messages"]
     assert message["Body"] == "from the cli" and message["MessageAttributes"]["k"]["StringValue"] == "v"
     assert message["MD5OfMessageAttributes"] == json.loads(sent.stdout)["MD5OfMessageAttributes"]
-    deleted = aws(server.url, "delete-message", "--queue-url", url, "--receipt-handle", message["ReceiptHandle"])
+    deleted = aws(
+        server.url, "delete-message", "--queue-url", url, "--receipt-handle", message["ReceiptHandle"]
+    )
     assert deleted.returncode == 0, deleted.stderr
     missing = aws(server.url, "get-queue-url", "--queue-name", "cli-nowhere")
     assert missing.returncode != 0
@@ -59,7 +93,12 @@ def test_the_aws_cli(server: ServerProcess) -> None:
 
 def test_the_durableq_serve_command(tmp_path: Path) -> None:
     executable = Path(sys.executable).parent / "durableq"
-    command = [str(executable if executable.exists() else shutil.which("durableq")), "--db", str(tmp_path / "q.db"), "serve"]
+    command = [
+        str(executable if executable.exists() else shutil.which("durableq")),
+        "--db",
+        str(tmp_path / "q.db"),
+        "serve",
+    ]
     with ServerProcess(tmp_path / "q.db", command=command) as running:
         sqs = client(running.url)
         sqs.create_queue(QueueName="from-the-cli")
@@ -112,8 +151,10 @@ def test_many_clients_at_once(server: ServerProcess) -> None:
             batch = own.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
             if not batch:
                 return
-            own.delete_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
-                                                            for i, m in enumerate(batch)])
+            own.delete_message_batch(
+                QueueUrl=url,
+                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch)],
+            )
             with lock:
                 received.extend(m["Body"] for m in batch)
 
@@ -123,7 +164,9 @@ def test_many_clients_at_once(server: ServerProcess) -> None:
     for thread in threads:
         thread.join(60)
     leftover: list[Any] = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
-    assert sorted(received + [m["Body"] for m in leftover]) == sorted(f"{n}-{i}" for n in range(8) for i in range(10))
+    assert sorted(received + [m["Body"] for m in leftover]) == sorted(
+        f"{n}-{i}" for n in range(8) for i in range(10)
+    )
     assert len(received) == len(set(received))  # nobody got a message twice
 
 

@@ -28,7 +28,9 @@ def test_create_get_list_and_delete(sqs: Any, server: ServerProcess, name: str) 
     assert error_of(missing) == ("AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist", 400)
 
 
-def test_a_bare_name_or_any_url_ending_in_the_name_is_a_queue_url(sqs: Any, queue_url: str, name: str) -> None:
+def test_a_bare_name_or_any_url_ending_in_the_name_is_a_queue_url(
+    sqs: Any, queue_url: str, name: str
+) -> None:
     for given in (name, f"https://elsewhere.example/123456789012/{name}"):
         sqs.send_message(QueueUrl=given, MessageBody="x")
     attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages"])
@@ -45,7 +47,9 @@ def test_list_queues_pages_with_max_results_and_next_token(sqs: Any, name: str) 
         if token is None:
             break
     assert pages == [urls[0:2], urls[2:4], urls[4:5]]
-    paginated = sqs.get_paginator("list_queues").paginate(QueueNamePrefix=name, PaginationConfig={"PageSize": 3})
+    paginated = sqs.get_paginator("list_queues").paginate(
+        QueueNamePrefix=name, PaginationConfig={"PageSize": 3}
+    )
     assert [url for page in paginated for url in page["QueueUrls"]] == urls
 
 
@@ -55,14 +59,30 @@ def test_queue_attributes_all_counters_and_read_only(sqs: Any, queue_url: str, n
     sqs.send_message(QueueUrl=queue_url, MessageBody="held")
     sqs.receive_message(QueueUrl=queue_url)
     everything = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["All"])["Attributes"]
-    assert {k: everything[k] for k in ("QueueArn", "ApproximateNumberOfMessages",
-                                        "ApproximateNumberOfMessagesNotVisible",
-                                        "ApproximateNumberOfMessagesDelayed", "VisibilityTimeout",
-                                        "DelaySeconds", "MessageRetentionPeriod", "MaximumMessageSize",
-                                        "ReceiveMessageWaitTimeSeconds", "SqsManagedSseEnabled")} == {
-        "QueueArn": arn(name), "ApproximateNumberOfMessages": "1", "ApproximateNumberOfMessagesNotVisible": "1",
-        "ApproximateNumberOfMessagesDelayed": "1", "VisibilityTimeout": "30", "DelaySeconds": "0",
-        "MessageRetentionPeriod": "345600", "MaximumMessageSize": "262144", "ReceiveMessageWaitTimeSeconds": "0",
+    assert {
+        k: everything[k]
+        for k in (
+            "QueueArn",
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesDelayed",
+            "VisibilityTimeout",
+            "DelaySeconds",
+            "MessageRetentionPeriod",
+            "MaximumMessageSize",
+            "ReceiveMessageWaitTimeSeconds",
+            "SqsManagedSseEnabled",
+        )
+    } == {
+        "QueueArn": arn(name),
+        "ApproximateNumberOfMessages": "1",
+        "ApproximateNumberOfMessagesNotVisible": "1",
+        "ApproximateNumberOfMessagesDelayed": "1",
+        "VisibilityTimeout": "30",
+        "DelaySeconds": "0",
+        "MessageRetentionPeriod": "345600",
+        "MaximumMessageSize": "262144",
+        "ReceiveMessageWaitTimeSeconds": "0",
         "SqsManagedSseEnabled": "true",
     }
     assert int(everything["CreatedTimestamp"]) <= int(everything["LastModifiedTimestamp"])
@@ -98,13 +118,21 @@ def test_create_queue_with_other_attributes_is_refused(sqs: Any, queue_url: str,
 def test_fifo_queue_attributes(sqs: Any, name: str) -> None:
     url = sqs.create_queue(
         QueueName=f"{name}.fifo",
-        Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true",
-                    "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"},
+        Attributes={
+            "FifoQueue": "true",
+            "ContentBasedDeduplication": "true",
+            "DeduplicationScope": "messageGroup",
+            "FifoThroughputLimit": "perMessageGroupId",
+        },
     )["QueueUrl"]
     got = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
-    assert {k: got[k] for k in ("FifoQueue", "ContentBasedDeduplication", "DeduplicationScope",
-                                "FifoThroughputLimit")} == {
-        "FifoQueue": "true", "ContentBasedDeduplication": "true", "DeduplicationScope": "messageGroup",
+    assert {
+        k: got[k]
+        for k in ("FifoQueue", "ContentBasedDeduplication", "DeduplicationScope", "FifoThroughputLimit")
+    } == {
+        "FifoQueue": "true",
+        "ContentBasedDeduplication": "true",
+        "DeduplicationScope": "messageGroup",
         "FifoThroughputLimit": "perMessageGroupId",
     }
     with pytest.raises(sqs.exceptions.ClientError) as suffix:
@@ -117,16 +145,24 @@ def test_fifo_queue_attributes(sqs: Any, name: str) -> None:
 def test_redrive_policies_and_dead_letter_sources(sqs: Any, name: str) -> None:
     dlq = sqs.create_queue(
         QueueName=f"{name}-dlq",
-        Attributes={"RedriveAllowPolicy": json.dumps({"redrivePermission": "byQueue",
-                                                      "sourceQueueArns": [arn(f"{name}-src")]})},
+        Attributes={
+            "RedriveAllowPolicy": json.dumps(
+                {"redrivePermission": "byQueue", "sourceQueueArns": [arn(f"{name}-src")]}
+            )
+        },
     )["QueueUrl"]
     policy = json.dumps({"deadLetterTargetArn": arn(f"{name}-dlq"), "maxReceiveCount": "3"})
     source = sqs.create_queue(QueueName=f"{name}-src", Attributes={"RedrivePolicy": policy})["QueueUrl"]
     got = sqs.get_queue_attributes(QueueUrl=source, AttributeNames=["RedrivePolicy"])["Attributes"]
-    assert json.loads(got["RedrivePolicy"]) == {"deadLetterTargetArn": arn(f"{name}-dlq"), "maxReceiveCount": 3}
+    assert json.loads(got["RedrivePolicy"]) == {
+        "deadLetterTargetArn": arn(f"{name}-dlq"),
+        "maxReceiveCount": 3,
+    }
     allow = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["RedriveAllowPolicy"])["Attributes"]
-    assert json.loads(allow["RedriveAllowPolicy"]) == {"redrivePermission": "byQueue",
-                                                        "sourceQueueArns": [arn(f"{name}-src")]}
+    assert json.loads(allow["RedriveAllowPolicy"]) == {
+        "redrivePermission": "byQueue",
+        "sourceQueueArns": [arn(f"{name}-src")],
+    }
     assert sqs.list_dead_letter_source_queues(QueueUrl=dlq)["queueUrls"] == [source]
     with pytest.raises(sqs.exceptions.InvalidAttributeValue):  # not allowed by the byQueue policy
         sqs.create_queue(QueueName=f"{name}-other", Attributes={"RedrivePolicy": policy})
@@ -151,9 +187,15 @@ def test_tags(sqs: Any, name: str) -> None:
 
 
 def test_permissions_are_kept_in_the_policy_attribute(sqs: Any, queue_url: str, name: str) -> None:
-    sqs.add_permission(QueueUrl=queue_url, Label="readers", AWSAccountIds=["111122223333"],
-                       Actions=["ReceiveMessage", "DeleteMessage"])
-    policy = json.loads(sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["Policy"])["Attributes"]["Policy"])
+    sqs.add_permission(
+        QueueUrl=queue_url,
+        Label="readers",
+        AWSAccountIds=["111122223333"],
+        Actions=["ReceiveMessage", "DeleteMessage"],
+    )
+    policy = json.loads(
+        sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["Policy"])["Attributes"]["Policy"]
+    )
     (statement,) = policy["Statement"]
     assert statement["Sid"] == "readers" and statement["Resource"] == arn(name)
     assert statement["Action"] == ["SQS:ReceiveMessage", "SQS:DeleteMessage"]

@@ -27,8 +27,9 @@ def signed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPr
 
 def send(request: AWSRequest) -> tuple[int, bytes]:
     prepared = request.prepare()
-    raw = urllib.request.Request(prepared.url, data=prepared.body, headers=dict(prepared.headers),
-                                 method=prepared.method)
+    raw = urllib.request.Request(
+        prepared.url, data=prepared.body, headers=dict(prepared.headers), method=prepared.method
+    )
     try:
         with urllib.request.urlopen(raw, timeout=30) as response:
             return response.status, response.read()
@@ -41,8 +42,12 @@ def signed_query(url: str, body: str, secret: str = SECRET, method: str = "POST"
     if method == "GET":
         request = AWSRequest(method="GET", url=f"{url}/?{body}")
     else:
-        request = AWSRequest(method="POST", url=url, data=body.encode(),
-                             headers={"Content-Type": "application/x-www-form-urlencoded; charset=utf-8"})
+        request = AWSRequest(
+            method="POST",
+            url=url,
+            data=body.encode(),
+            headers={"Content-Type": "application/x-www-form-urlencoded; charset=utf-8"},
+        )
     SigV4Auth(Credentials(KEY_ID, secret), "sqs", REGION).add_auth(request)
     return request
 
@@ -53,7 +58,9 @@ def test_the_right_key_gets_in_with_both_protocols(signed_server: ServerProcess)
     sqs.send_message(QueueUrl=url, MessageBody="hello")
     assert client(signed_server.url, "AKIDOTHER", "other-secret").receive_message(QueueUrl=url)["Messages"]
     for method in ("POST", "GET"):
-        status, body = send(signed_query(signed_server.url, "Action=ListQueues&QueueNamePrefix=sig%20ned", method=method))
+        status, body = send(
+            signed_query(signed_server.url, "Action=ListQueues&QueueNamePrefix=sig%20ned", method=method)
+        )
         assert status == 200, body
 
 
@@ -61,8 +68,9 @@ def test_the_right_key_gets_in_with_both_protocols(signed_server: ServerProcess)
     ("key_id", "secret", "code"),
     [(KEY_ID, "wrong-secret", "SignatureDoesNotMatch"), ("AKIDUNKNOWN", SECRET, "InvalidClientTokenId")],
 )
-def test_a_wrong_secret_or_unknown_key_is_refused(signed_server: ServerProcess, key_id: str, secret: str,
-                                                  code: str) -> None:
+def test_a_wrong_secret_or_unknown_key_is_refused(
+    signed_server: ServerProcess, key_id: str, secret: str, code: str
+) -> None:
     sqs = client(signed_server.url, key_id, secret)
     with pytest.raises(sqs.exceptions.ClientError) as refused:
         sqs.list_queues()
@@ -71,7 +79,7 @@ def test_a_wrong_secret_or_unknown_key_is_refused(signed_server: ServerProcess, 
 
 def test_a_stale_signature_is_refused(signed_server: ServerProcess, monkeypatch: pytest.MonkeyPatch) -> None:
     sqs = client(signed_server.url, KEY_ID, SECRET)
-    stale = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None) - datetime.timedelta(minutes=16)
+    stale = datetime.datetime.now(datetime.UTC).replace(tzinfo=None) - datetime.timedelta(minutes=16)
     monkeypatch.setattr("botocore.auth.get_current_datetime", lambda *args, **kwargs: stale)
     with pytest.raises(sqs.exceptions.ClientError) as refused:
         sqs.list_queues()

@@ -32,7 +32,9 @@ def send_message(call: Call) -> dict[str, Any]:
     call.params.required("MessageBody")
     keywords, digests = _message(call.params)
     sent = queue.send(**keywords)
-    return _sent({"MessageId": sent.message_id, "MD5OfMessageBody": sent.md5_of_body, **digests}, sent.sequence_number)
+    return _sent(
+        {"MessageId": sent.message_id, "MD5OfMessageBody": sent.md5_of_body, **digests}, sent.sequence_number
+    )
 
 
 def send_message_batch(call: Call) -> dict[str, Any]:
@@ -43,8 +45,10 @@ def send_message_batch(call: Call) -> dict[str, Any]:
         entries.append(SendEntry(params.raw("Id"), **keywords))
     outcome = queue.send_batch(entries)
     successful = [
-        _sent({"Id": s.id, "MessageId": s.message_id, "MD5OfMessageBody": s.md5_of_body, **digests[s.id]},
-              s.sequence_number)
+        _sent(
+            {"Id": s.id, "MessageId": s.message_id, "MD5OfMessageBody": s.md5_of_body, **digests[s.id]},
+            s.sequence_number,
+        )
         for s in outcome.successful
     ]
     return {"Successful": successful, "Failed": _failed(outcome)}
@@ -91,7 +95,8 @@ def change_message_visibility(call: Call) -> dict[str, Any]:
 def change_message_visibility_batch(call: Call) -> dict[str, Any]:
     queue = call.queue()
     entries = [
-        (e.raw("Id"), e.raw("ReceiptHandle"), e.integer("VisibilityTimeout")) for e in call.params.entries("Entries")
+        (e.raw("Id"), e.raw("ReceiptHandle"), e.integer("VisibilityTimeout"))
+        for e in call.params.entries("Entries")
     ]
     return _batch(queue.change_visibility_batch(entries))
 

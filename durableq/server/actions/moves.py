@@ -17,7 +17,9 @@ def start_message_move_task(call: Call) -> dict[str, Any]:
     params, endpoint = call.params, call.endpoint
     source = endpoint.name_from_arn(params.required("SourceArn"), "SourceArn")
     destination_arn = params.text("DestinationArn")
-    destination = None if destination_arn is None else endpoint.name_from_arn(destination_arn, "DestinationArn")
+    destination = (
+        None if destination_arn is None else endpoint.name_from_arn(destination_arn, "DestinationArn")
+    )
     task = call.broker.start_message_move(source, destination, params.integer("MaxNumberOfMessagesPerSecond"))
     return {"TaskHandle": task.task_handle}
 

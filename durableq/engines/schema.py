@@ -23,7 +23,6 @@ from sqlalchemy import (
     text,
 )
 
-
 metadata = MetaData()
 
 queues = Table(

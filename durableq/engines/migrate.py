@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 
 from filelock import FileLock, Timeout
 
-from .database import Database, configure_new, identify, translate, use_wal
-from .errors import DatabaseLocked, SchemaVersionTooNew
+from ..errors import DatabaseLocked, SchemaVersionTooNew
 from .fileformat import SCHEMA_REVISION
+from .sqlite import Database, configure_new, identify, translate, use_wal
 
 if TYPE_CHECKING:
     from alembic.config import Config

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .errors import DurableQError, InvalidParameterValue
-from .types import BatchFailure, BatchResult, BatchSuccess
+from ..errors import DurableQError, InvalidParameterValue
+from ..types import BatchFailure, BatchResult, BatchSuccess
 
 
 def entries_with_ids(entries: object, width: int, shape: str) -> list[tuple[Any, ...]]:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import sqlite3
 
-from . import fifo, limits, receipts, validation
+from .. import limits
+from ..errors import DurableQError, InvalidParameterValue, MessageNotInflight, ReceiptHandleIsInvalid
+from . import fifo, receipts, validation
 from .counters import DELETED, Counters
-from .errors import DurableQError, InvalidParameterValue, MessageNotInflight, ReceiptHandleIsInvalid
-from .queues import Catalog, QueueConfig
+from .queue_rows import Catalog, QueueConfig
 
 _MAX_TOTAL_MS = limits.MAX_TOTAL_VISIBILITY * 1000
 
@@ -34,10 +35,17 @@ _DIAGNOSE = "SELECT receipt_handle, received_at FROM messages WHERE id = ? AND q
 
 
 def _params(receipt: receipts.Receipt) -> dict[str, object]:
-    return {"row": receipt.row_id, "secret": receipt.secret, "handle": receipt.handle, "queue_id": receipt.queue_id}
+    return {
+        "row": receipt.row_id,
+        "secret": receipt.secret,
+        "handle": receipt.handle,
+        "queue_id": receipt.queue_id,
+    }
 
 
-def _queue_of(conn: sqlite3.Connection, catalog: Catalog, name: str, receipt: receipts.Receipt) -> QueueConfig:
+def _queue_of(
+    conn: sqlite3.Connection, catalog: Catalog, name: str, receipt: receipts.Receipt
+) -> QueueConfig:
     """The queue, checking the handle is one of its own (a cached row is re-read before refusing)."""
     queue = catalog.get(conn, name)
     if receipt.queue_id != queue.id:
@@ -46,7 +54,9 @@ def _queue_of(conn: sqlite3.Connection, catalog: Catalog, name: str, receipt: re
     return queue
 
 
-def delete(conn: sqlite3.Connection, catalog: Catalog, name: str, handle: object, now: int, counters: Counters) -> None:
+def delete(
+    conn: sqlite3.Connection, catalog: Catalog, name: str, handle: object, now: int, counters: Counters
+) -> None:
     """Delete the message a handle names; on a standard queue a message already gone is fine."""
     receipt = receipts.parse(handle)
     queue = _queue_of(conn, catalog, name, receipt)
@@ -95,7 +105,9 @@ def delete_many(
     return outcomes
 
 
-def change(conn: sqlite3.Connection, catalog: Catalog, name: str, handle: object, timeout: object, now: int) -> None:
+def change(
+    conn: sqlite3.Connection, catalog: Catalog, name: str, handle: object, timeout: object, now: int
+) -> None:
     """Hide the message until ``now + timeout`` (0: visible at once), within 12 h of its receive."""
     seconds = validation.integer("visibility timeout", timeout, 0, limits.MAX_VISIBILITY_TIMEOUT)
     receipt = receipts.parse(handle)

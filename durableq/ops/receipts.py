@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from .errors import ReceiptHandleIsInvalid
+from ..errors import ReceiptHandleIsInvalid
 
 #: SQL expression for a fresh handle of the row being updated.
 NEW_HANDLE_SQL = "printf('%d.%d.%s.%s', queue_id, id, secret, lower(hex(randomblob(8))))"
@@ -47,5 +47,7 @@ def parse(handle: object) -> Receipt:
         )
     queue_id, row_id = int(match.group(1)), int(match.group(2))
     if queue_id > _MAX_ID or row_id > _MAX_ID:  # no SQLite row id is that large
-        raise ReceiptHandleIsInvalid(f"receipt handle {handle[:80]!r} is malformed; use a handle returned by receive")
+        raise ReceiptHandleIsInvalid(
+            f"receipt handle {handle[:80]!r} is malformed; use a handle returned by receive"
+        )
     return Receipt(handle, queue_id, row_id, match.group(3))  # type: ignore[arg-type]

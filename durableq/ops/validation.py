@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from . import limits
-from .errors import (
+from .. import limits
+from ..errors import (
     BatchEntryIdsNotDistinct,
     DurableQError,
     EmptyBatchRequest,
@@ -57,7 +57,9 @@ def text(name: str, value: object, error: type[DurableQError] = InvalidParameter
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise error(f"{name} holds a lone surrogate (U+{ord(value[exc.start]):04X}), which no text can store") from None
+        raise error(
+            f"{name} holds a lone surrogate (U+{ord(value[exc.start]):04X}), which no text can store"
+        ) from None
     return value
 
 
@@ -83,9 +85,7 @@ def queue_name(name: object, *, fifo: bool | None = None) -> str:
             f"characters of A-Z a-z 0-9 _ - (FIFO names end in {limits.FIFO_SUFFIX}, counted)"
         )
     if fifo is True and stem == name:
-        raise InvalidParameterValue(
-            f"FIFO queue name {name!r} must end in {limits.FIFO_SUFFIX}"
-        )
+        raise InvalidParameterValue(f"FIFO queue name {name!r} must end in {limits.FIFO_SUFFIX}")
     if fifo is False and stem != name:
         raise InvalidParameterValue(
             f"queue name {name!r} ends in {limits.FIFO_SUFFIX}, which only FIFO queues may use; "
@@ -133,7 +133,12 @@ def fifo_id(name: str, value: object) -> str:
 
 def trace_header(value: object) -> str:
     """An AWSTraceHeader: printable ASCII, as X-Ray writes it."""
-    if not isinstance(value, str) or not 1 <= len(value) <= limits.MAX_TRACE_HEADER_LENGTH or not value.isprintable() or not value.isascii():
+    if (
+        not isinstance(value, str)
+        or not 1 <= len(value) <= limits.MAX_TRACE_HEADER_LENGTH
+        or not value.isprintable()
+        or not value.isascii()
+    ):
         raise InvalidParameterValue(
             f"trace_header must be 1 to {limits.MAX_TRACE_HEADER_LENGTH} printable ASCII characters; got {value!r}"
         )

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import sqlite3
 
-from . import fifo, limits
+from .. import limits
+from . import fifo
 from .counters import EXPIRED, Counters
-from .queues import QueueConfig
+from .queue_rows import QueueConfig
 
 #: At most this many expired rows go per sweep, so one call never holds the lock for long;
 #: receive skips expired rows anyway, so what is left waits safely for the next sweep.
 _SWEEP_BATCH = 5_000
 _INTERVAL_MS = int(limits.RETENTION_SWEEP_INTERVAL * 1000)
+
 
 def expired_before(retention_period: int, now: int) -> int:
     """Messages enqueued at or before this moment (epoch ms) have expired."""

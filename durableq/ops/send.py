@@ -8,13 +8,14 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from .. import limits
+from ..errors import DurableQError, InvalidParameterValue, MissingParameter, QueueDoesNotExist
+from ..types import Attribute, SendResult, md5_hex
 from . import attributes as attrs
-from . import fifo, limits, validation
+from . import fifo, validation
 from .counters import SENT, Counters
-from .errors import DurableQError, InvalidParameterValue, MissingParameter, QueueDoesNotExist
 from .messages import format_sequence
-from .queues import Catalog, QueueConfig
-from .types import Attribute, SendResult, md5_hex
+from .queue_rows import Catalog, QueueConfig
 
 # Selecting the queue row makes the insert itself check, atomically, that the
 # queue (a cached id: ids are never reused) still exists, that the message fits
@@ -79,7 +80,9 @@ def new_message_id() -> str:
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
 
-def send_one(conn: sqlite3.Connection, catalog: Catalog, name: str, item: Outgoing, now: int, counters: Counters) -> SendResult:
+def send_one(
+    conn: sqlite3.Connection, catalog: Catalog, name: str, item: Outgoing, now: int, counters: Counters
+) -> SendResult:
     """Send one message to standard queue ``name``: a single statement, atomic by itself.
 
     The queue row comes from the catalog's cache; if the insert matches no

@@ -10,9 +10,9 @@ import struct
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 
-from . import limits
-from .errors import InvalidParameterValue
-from .types import Attribute
+from .. import limits
+from ..errors import InvalidParameterValue
+from ..types import Attribute
 from .validation import text_chars
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
@@ -48,7 +48,9 @@ def _check_number(name: str, text: str) -> None:
     except InvalidOperation:
         number = None
     if number is None or not number.is_finite():
-        raise InvalidParameterValue(f"attribute {name!r} of type Number has value {text!r}, which is not a number")
+        raise InvalidParameterValue(
+            f"attribute {name!r} of type Number has value {text!r}, which is not a number"
+        )
     if number:
         # Count significant digits by hand: normalize() would round to the context's precision.
         significant = "".join(map(str, number.as_tuple().digits)).strip("0")

@@ -15,10 +15,10 @@ import json
 import sqlite3
 from collections.abc import Iterable
 
-from . import limits
+from .. import limits
+from ..types import Message
 from .messages import CLAIM_IDS, COLUMNS, to_message
-from .queues import QueueConfig
-from .types import Message
+from .queue_rows import QueueConfig
 
 _DEDUP_INTERVAL_MS = limits.DEDUPLICATION_INTERVAL * 1000
 _ATTEMPT_INTERVAL_MS = limits.RECEIVE_ATTEMPT_INTERVAL * 1000
@@ -39,7 +39,13 @@ def find_duplicate(
 
 
 def remember(
-    conn: sqlite3.Connection, queue_id: int, scope: str, dedup_id: str, message_id: str, sequence: int, now: int
+    conn: sqlite3.Connection,
+    queue_id: int,
+    scope: str,
+    dedup_id: str,
+    message_id: str,
+    sequence: int,
+    now: int,
 ) -> None:
     conn.execute(
         "INSERT OR REPLACE INTO fifo_deduplication "
@@ -204,7 +210,9 @@ def replay_attempt(
             (queue.id, json.dumps(ids)),
         )
     }
-    if any(current.get(row_id, (None, None))[:2] != (handle, visible) for row_id, handle, visible in recorded):
+    if any(
+        current.get(row_id, (None, None))[:2] != (handle, visible) for row_id, handle, visible in recorded
+    ):
         return None
     # Restart the visibility timeout, within the 12-hour cap of each receive.
     rows = conn.execute(
@@ -220,7 +228,13 @@ def replay_attempt(
 
 
 def record_attempt(
-    conn: sqlite3.Connection, queue_id: int, attempt_id: str, received: list[Message], row_ids: list[int], visible_at: int, now: int
+    conn: sqlite3.Connection,
+    queue_id: int,
+    attempt_id: str,
+    received: list[Message],
+    row_ids: list[int],
+    visible_at: int,
+    now: int,
 ) -> None:
     """Remember what a receive with ``attempt_id`` returned, for retries within 5 minutes."""
     entries = [[row_id, message.receipt_handle, visible_at] for row_id, message in zip(row_ids, received)]
@@ -246,7 +260,12 @@ def _store_attempt(
 
 
 def append_moved(
-    conn: sqlite3.Connection, target: QueueConfig, rows: list[tuple[int, str]], now: int, updates: str, params: dict
+    conn: sqlite3.Connection,
+    target: QueueConfig,
+    rows: list[tuple[int, str]],
+    now: int,
+    updates: str,
+    params: dict,
 ) -> None:
     """Move rows (id, group) of another queue to the tail of their groups in FIFO queue ``target``.
 

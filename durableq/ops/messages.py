@@ -5,15 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..types import Message
 from . import attributes
 from .receipts import NEW_HANDLE_SQL
-from .types import Message
 
 #: The columns :func:`to_message` reads, in its order (after ``id``).
 COLUMNS = (
     "id, message_id, body, attributes, receipt_handle, receive_count, enqueued_at, "
     "first_received_at, group_id, deduplication_id, sequence, dead_letter_source, trace_header"
 )
+
 
 def claim_set(visible_at: str) -> str:
     """The SET clause that puts a row in flight: hidden until ``visible_at`` (an SQL

@@ -18,15 +18,18 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from . import fifo, limits, queues, validation
-from .database import Database
-from .errors import InvalidParameterValue, ResourceNotFoundException
-from .queues import QueueConfig
-from .types import MoveTask, datetime_from_ms
+from .. import limits
+from ..engines.sqlite import Database
+from ..errors import InvalidParameterValue, ResourceNotFoundException
+from ..types import MoveTask, datetime_from_ms
+from . import fifo, queue_rows, validation
+from .queue_rows import QueueConfig
 
 log = logging.getLogger(__name__)
 
-_COLUMNS = "task_handle, status, source, destination, max_per_second, moved, to_move, started_at, failure_reason"
+_COLUMNS = (
+    "task_handle, status, source, destination, max_per_second, moved, to_move, started_at, failure_reason"
+)
 # Everything but messages in flight: a consumer holding one keeps it until it lets go.
 _NEXT_BATCH = """
 SELECT id, group_id, dead_letter_source FROM messages
@@ -42,7 +45,9 @@ WHERE id IN (SELECT value FROM json_each(:ids))
 
 def _task(row: tuple[Any, ...]) -> MoveTask:
     handle, status, source, destination, rate, moved, to_move, started_at, reason = row
-    return MoveTask(handle, status, source, destination, rate, moved, to_move, datetime_from_ms(started_at), reason)
+    return MoveTask(
+        handle, status, source, destination, rate, moved, to_move, datetime_from_ms(started_at), reason
+    )
 
 
 def _heartbeat() -> int:
@@ -76,30 +81,47 @@ class MoveTasks:
         if destination is not None:
             validation.queue_name(destination)
         if max_per_second is not None:
-            validation.integer("max_per_second", max_per_second, 1, limits.MAX_MOVE_RATE, "messages per second")
+            validation.integer(
+                "max_per_second", max_per_second, 1, limits.MAX_MOVE_RATE, "messages per second"
+            )
         handle = str(uuid.uuid4())
         with self._db.write() as conn:
-            src = queues.load(conn, source)
+            src = queue_rows.load(conn, source)
             if destination is not None:
-                dst = queues.load(conn, destination)
+                dst = queue_rows.load(conn, destination)
                 if dst.fifo != src.fifo:
                     raise InvalidParameterValue(
                         f"messages of {source!r} can only move to a queue of the same type; {destination!r} is not"
                     )
                 if dst.id == src.id:
-                    raise InvalidParameterValue("a message move task needs a destination other than its source")
+                    raise InvalidParameterValue(
+                        "a message move task needs a destination other than its source"
+                    )
             _fail_stale(conn, source)
             if conn.execute(
-                "SELECT 1 FROM message_moves WHERE source = ? AND status IN ('RUNNING', 'CANCELLING')", (source,)
+                "SELECT 1 FROM message_moves WHERE source = ? AND status IN ('RUNNING', 'CANCELLING')",
+                (source,),
             ).fetchone():
-                raise InvalidParameterValue(f"a message move task is already running on {source!r}; cancel it first")
+                raise InvalidParameterValue(
+                    f"a message move task is already running on {source!r}; cancel it first"
+                )
             conn.execute(
                 "INSERT INTO message_moves (task_handle, source, destination, max_per_second, status, moved, "
                 "to_move, started_at, heartbeat_at) VALUES (?, ?, ?, ?, 'RUNNING', 0, ?, ?, ?)",
-                (handle, source, destination, max_per_second, _count(conn, src), self._clock_ms(), _heartbeat()),
+                (
+                    handle,
+                    source,
+                    destination,
+                    max_per_second,
+                    _count(conn, src),
+                    self._clock_ms(),
+                    _heartbeat(),
+                ),
             )
             task = self._load(conn, handle)
-        runner = threading.Thread(target=self._run, args=(handle,), name=f"durableq-move-{handle[:8]}", daemon=True)
+        runner = threading.Thread(
+            target=self._run, args=(handle,), name=f"durableq-move-{handle[:8]}", daemon=True
+        )
         self._runners[handle] = runner
         runner.start()
         return task
@@ -108,7 +130,7 @@ class MoveTasks:
         """Tasks of ``source``, newest first."""
         validation.queue_name(source)
         with self._db.write() as conn:
-            queues.load(conn, source)
+            queue_rows.load(conn, source)
             _fail_stale(conn, source)
             rows = conn.execute(
                 f"SELECT {_COLUMNS} FROM message_moves WHERE source = ? ORDER BY started_at DESC, rowid DESC",
@@ -126,7 +148,9 @@ class MoveTasks:
                 raise InvalidParameterValue(
                     f"message move task {task_handle!r} is {task.status}; only a RUNNING task can be cancelled"
                 )
-            conn.execute("UPDATE message_moves SET status = 'CANCELLING' WHERE task_handle = ?", (task_handle,))
+            conn.execute(
+                "UPDATE message_moves SET status = 'CANCELLING' WHERE task_handle = ?", (task_handle,)
+            )
             return self._load(conn, task_handle)
 
     def wait(self, task_handle: str, timeout: float | None = None) -> None:
@@ -144,7 +168,9 @@ class MoveTasks:
 
     @staticmethod
     def _load(conn: Any, task_handle: object) -> MoveTask:
-        row = conn.execute(f"SELECT {_COLUMNS} FROM message_moves WHERE task_handle = ?", (task_handle,)).fetchone()
+        row = conn.execute(
+            f"SELECT {_COLUMNS} FROM message_moves WHERE task_handle = ?", (task_handle,)
+        ).fetchone()
         if row is None:
             raise ResourceNotFoundException(f"there is no message move task {task_handle!r}")
         return _task(row)
@@ -184,11 +210,13 @@ class MoveTasks:
             return None, None
         if task.status != "RUNNING":
             return None, None
-        source = queues.find(conn, task.source)
+        source = queue_rows.find(conn, task.source)
         if source is None:
             self._set(conn, handle, "FAILED", f"source queue {task.source!r} was deleted", 0)
             return None, None
-        batch = min(limits.MOVE_TASK_BATCH, task.max_per_second or limits.MOVE_TASK_BATCH, task.to_move - task.moved)
+        batch = min(
+            limits.MOVE_TASK_BATCH, task.max_per_second or limits.MOVE_TASK_BATCH, task.to_move - task.moved
+        )
         now = self._clock_ms()
         rows = conn.execute(_NEXT_BATCH, (source.id, now, max(batch, 0))).fetchall()
         if not rows:
@@ -198,11 +226,17 @@ class MoveTasks:
         for row_id, group_id, dead_letter_source in rows:
             target = task.destination or dead_letter_source
             if target is None:
-                self._set(conn, handle, "FAILED", "a message has no source queue to go back to; name a destination", 0)
+                self._set(
+                    conn,
+                    handle,
+                    "FAILED",
+                    "a message has no source queue to go back to; name a destination",
+                    0,
+                )
                 return None, None
             by_target.setdefault(target, []).append((row_id, group_id))
         for target_name, moving in by_target.items():
-            target = queues.find(conn, target_name)
+            target = queue_rows.find(conn, target_name)
             if target is None or target.fifo != source.fifo:
                 self._set(conn, handle, "FAILED", f"destination queue {target_name!r} does not exist", 0)
                 return None, None
@@ -224,12 +258,15 @@ def _count(conn: Any, queue: QueueConfig) -> int:
     return count
 
 
-def _move(conn: Any, source: QueueConfig, target: QueueConfig, rows: list[tuple[int, str | None]], now: int) -> None:
+def _move(
+    conn: Any, source: QueueConfig, target: QueueConfig, rows: list[tuple[int, str | None]], now: int
+) -> None:
     """Move rows to ``target`` as new arrivals there: visible, received 0 times."""
     if source.fifo:
         groups = [(row_id, group) for row_id, group in rows if group is not None]
         fifo.append_moved(conn, target, groups, now, "dead_letter_source = NULL, receive_count = 0", {})
         fifo.refresh_groups(conn, source.id, (g for _, g in groups))
     else:
-        conn.execute(_MOVE_STANDARD, {"queue_id": target.id, "now": now, "ids": json.dumps([r for r, _ in rows])})
-
+        conn.execute(
+            _MOVE_STANDARD, {"queue_id": target.id, "now": now, "ids": json.dumps([r for r, _ in rows])}
+        )

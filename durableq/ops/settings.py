@@ -13,10 +13,11 @@ import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
-from . import limits, validation
-from .errors import InvalidAttributeName, InvalidAttributeValue, InvalidParameterValue, QueueNameExists
-from .queues import QueueConfig, changed, find, load
-from .types import RedriveAllowPolicy, RedrivePolicy, datetime_from_ms
+from .. import limits
+from ..errors import InvalidAttributeName, InvalidAttributeValue, InvalidParameterValue, QueueNameExists
+from ..types import RedriveAllowPolicy, RedrivePolicy, datetime_from_ms
+from . import validation
+from .queue_rows import QueueConfig, changed, find, load
 
 # Settings with a plain integer range: name -> (low, high, unit).
 _RANGES: dict[str, tuple[int, int, str]] = {
@@ -59,7 +60,9 @@ _IDENTITY = (
 )
 
 
-def to_columns(fifo: bool, settings: Mapping[str, Any], conn: sqlite3.Connection, name: str) -> dict[str, Any]:
+def to_columns(
+    fifo: bool, settings: Mapping[str, Any], conn: sqlite3.Connection, name: str
+) -> dict[str, Any]:
     """Check queue settings (create or set) and return the column values they mean."""
     columns: dict[str, Any] = {}
     for key, value in settings.items():
@@ -87,7 +90,9 @@ def to_columns(fifo: bool, settings: Mapping[str, Any], conn: sqlite3.Connection
         elif key == "fifo":
             raise InvalidAttributeName(f"a queue's type never changes after creation ({name!r})")
         else:
-            raise InvalidAttributeName(f"{key!r} is not a queue attribute; settable are {', '.join(SETTABLE)}")
+            raise InvalidAttributeName(
+                f"{key!r} is not a queue attribute; settable are {', '.join(SETTABLE)}"
+            )
     if columns.get("kms_master_key_id") and "sqs_managed_sse_enabled" not in settings:
         columns["sqs_managed_sse_enabled"] = False  # a KMS key replaces SQS-managed encryption
     return columns
@@ -99,7 +104,10 @@ def _check_combination(queue: Mapping[str, Any], name: str) -> None:
         raise InvalidAttributeValue(
             f"queue {name!r} can use one kind of server-side encryption: a KMS key or SQS-managed, not both"
         )
-    if queue.get("fifo_throughput_limit") == "perMessageGroupId" and queue.get("deduplication_scope") != "messageGroup":
+    if (
+        queue.get("fifo_throughput_limit") == "perMessageGroupId"
+        and queue.get("deduplication_scope") != "messageGroup"
+    ):
         raise InvalidAttributeValue(
             "fifo_throughput_limit perMessageGroupId needs deduplication_scope messageGroup"
         )
@@ -154,7 +162,10 @@ def _allow_columns(policy: object) -> dict[str, Any]:
             f"redrive_allow_policy must be a durableq.RedriveAllowPolicy or None; got {type(policy).__name__}"
         )
     permission = validation.choice(
-        "redrive_allow_policy permission", policy.permission, limits.REDRIVE_PERMISSIONS, InvalidAttributeValue
+        "redrive_allow_policy permission",
+        policy.permission,
+        limits.REDRIVE_PERMISSIONS,
+        InvalidAttributeValue,
     )
     sources = validation.names("source_queues", policy.source_queues)
     if permission == "byQueue":
@@ -163,7 +174,9 @@ def _allow_columns(policy: object) -> dict[str, Any]:
                 f"permission byQueue needs 1 to {limits.MAX_REDRIVE_SOURCE_QUEUES} source queues; got {len(sources)}"
             )
     elif sources:
-        raise InvalidAttributeValue(f"source_queues are only allowed with permission byQueue, not {permission}")
+        raise InvalidAttributeValue(
+            f"source_queues are only allowed with permission byQueue, not {permission}"
+        )
     return {
         "redrive_permission": permission,
         "redrive_source_queues": json.dumps(sorted(set(sources))) if sources else None,
@@ -176,7 +189,9 @@ def _policy(value: object) -> str | None:
         return None
     validation.text("policy", value, InvalidAttributeValue)
     if len(value.encode()) > limits.MAX_POLICY_BYTES:  # type: ignore[union-attr]
-        raise InvalidAttributeValue(f"policy must be a JSON document of at most {limits.MAX_POLICY_BYTES} bytes")
+        raise InvalidAttributeValue(
+            f"policy must be a JSON document of at most {limits.MAX_POLICY_BYTES} bytes"
+        )
     try:
         document = json.loads(value)
     except ValueError as exc:

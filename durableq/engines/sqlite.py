@@ -17,13 +17,13 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
-from .errors import (
+from ..errors import (
     DatabaseCorrupt,
-    InvalidParameterValue,
     DatabaseError,
     DatabaseFull,
     DatabaseLocked,
     DatabaseReadOnly,
+    InvalidParameterValue,
     NotADurableQDatabase,
 )
 from .fileformat import APPLICATION_ID
@@ -44,7 +44,9 @@ def translate(exc: sqlite3.Error, path: Path, busy_timeout: float) -> DatabaseEr
             "(the busy timeout); retry, or raise busy_timeout"
         )
     if name.startswith("SQLITE_NOTADB") or "not a database" in text:
-        return DatabaseCorrupt(f"{path} is not an SQLite database, or its header is damaged ({text}); it was left untouched")
+        return DatabaseCorrupt(
+            f"{path} is not an SQLite database, or its header is damaged ({text}); it was left untouched"
+        )
     if name.startswith("SQLITE_CORRUPT") or "malformed" in text:
         return DatabaseCorrupt(f"{path} is damaged ({text})")
     if name.startswith("SQLITE_READONLY") or "readonly" in text:
@@ -52,7 +54,9 @@ def translate(exc: sqlite3.Error, path: Path, busy_timeout: float) -> DatabaseEr
     if name.startswith("SQLITE_FULL") or "disk is full" in text or "file too large" in text:
         return DatabaseFull(f"{path}: the disk or a file size limit is full ({text}); nothing was written")
     if name.startswith("SQLITE_CANTOPEN"):
-        return DatabaseError(f"{path} cannot be opened: {text}; check that the directory exists and is writable")
+        return DatabaseError(
+            f"{path} cannot be opened: {text}; check that the directory exists and is writable"
+        )
     if name.startswith("SQLITE_IOERR"):
         # SQLite says only "disk I/O error"; a full disk or a file size limit are the common causes.
         cause = _no_room(path)
@@ -65,7 +69,9 @@ def translate(exc: sqlite3.Error, path: Path, busy_timeout: float) -> DatabaseEr
 def _unstorable(exc: UnicodeEncodeError) -> InvalidParameterValue:
     # The last line of defence: arguments are checked before they reach SQLite, but text with a
     # lone surrogate must never escape as a UnicodeEncodeError from the driver.
-    return InvalidParameterValue(f"an argument holds text that cannot be stored (a lone surrogate): {exc.reason}")
+    return InvalidParameterValue(
+        f"an argument holds text that cannot be stored (a lone surrogate): {exc.reason}"
+    )
 
 
 def _no_room(path: Path) -> str | None:
@@ -268,7 +274,9 @@ def prepare_file(path: Path, file_mode: int) -> None:
     except FileExistsError:
         pass
     except PermissionError as exc:
-        raise DatabaseReadOnly(f"cannot create {path}: {exc.strerror}; check the directory permissions") from exc
+        raise DatabaseReadOnly(
+            f"cannot create {path}: {exc.strerror}; check the directory permissions"
+        ) from exc
     except FileNotFoundError as exc:
         raise DatabaseError(f"cannot create {path}: the directory does not exist") from exc
     except (ValueError, UnicodeEncodeError) as exc:  # a NUL byte, or text no file system name can hold
@@ -312,5 +320,3 @@ def use_wal(conn: sqlite3.Connection) -> None:
     (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
     if mode.lower() != "wal":
         raise DatabaseError(f"could not switch the database to WAL mode (it is in {mode} mode)")
-
-

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..engines.sqlite import Database
 from .counters import Counters
-from .database import Database
 from .moves import MoveTasks
-from .queues import Catalog
+from .queue_rows import Catalog
 from .receive import Receiver
 from .retention import Sweeper
 

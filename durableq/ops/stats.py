@@ -5,10 +5,10 @@ from __future__ import annotations
 import sqlite3
 import time
 
+from ..types import MinuteMetrics, QueueStats, datetime_from_ms
 from .counters import MINUTE_MS
-from .queues import QueueConfig
+from .queue_rows import QueueConfig
 from .retention import expired_before
-from .types import MinuteMetrics, QueueStats, datetime_from_ms
 
 #: A message's state at time ``:now``, as SQL over a ``messages`` row; stats and the
 #: Spark reader both classify with it.  Delayed: never received and not yet visible.
@@ -84,4 +84,3 @@ class InFlightGauge:
 def minute_metrics(conn: sqlite3.Connection, queue: QueueConfig, since: int) -> list[MinuteMetrics]:
     rows = conn.execute(_METRICS, (queue.id, since - since % MINUTE_MS))
     return [MinuteMetrics(datetime_from_ms(minute), *counts) for minute, *counts in rows]
-

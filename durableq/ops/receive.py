@@ -7,15 +7,16 @@ import sqlite3
 import time
 from collections.abc import Callable
 
-from . import fifo, limits, redrive
+from .. import limits
+from ..engines.sqlite import Database
+from ..errors import OverLimit
+from ..types import Message
+from . import fifo, redrive
 from .counters import EMPTY_RECEIVES, RECEIVED, Counters
-from .database import Database
-from .errors import OverLimit
 from .messages import COLUMNS, claim_set, to_message
-from .queues import Catalog, QueueConfig
+from .queue_rows import Catalog, QueueConfig
 from .retention import Sweeper, expired_before, unexpired_sql
 from .stats import InFlightGauge
-from .types import Message
 
 # Settings come from the live queue row inside the statement, so a cached row
 # that went stale cannot make a claim wrong; a deleted queue (ids are never
@@ -91,7 +92,12 @@ class Receiver:
         return []
 
     def _attempt(
-        self, name: str, limit: int, visibility_timeout: int | None, attempt_id: str | None, wait_time: int | None
+        self,
+        name: str,
+        limit: int,
+        visibility_timeout: int | None,
+        attempt_id: str | None,
+        wait_time: int | None,
     ) -> tuple[list[Message], QueueConfig]:
         db, catalog = self._db, self._catalog
         with db.statement() as conn:
@@ -133,7 +139,9 @@ class Receiver:
         target = redrive.target_of(conn, queue)
         if queue.fifo:
             timeout = queue.visibility_timeout if visibility_timeout is None else visibility_timeout
-            messages = _claim_fifo(conn, queue, limit, now + timeout * 1000, now, attempt_id, target, self._counters)
+            messages = _claim_fifo(
+                conn, queue, limit, now + timeout * 1000, now, attempt_id, target, self._counters
+            )
         else:
             messages = _claim_standard(conn, queue, limit, visibility_timeout, now, target, self._counters)
         if messages:
@@ -197,7 +205,9 @@ def _claim_standard(
     if target is not None:
         # A message received max_receive_count times goes to the dead-letter queue instead.
         max_receives = queue.max_receive_count or 0
-        while over := [(row_id, None) for row_id, count in conn.execute(_HEAD, params) if count >= max_receives]:
+        while over := [
+            (row_id, None) for row_id, count in conn.execute(_HEAD, params) if count >= max_receives
+        ]:
             redrive.move(conn, queue, target, over, now, counters)
     rows = conn.execute(_CLAIM_HEAD, params).fetchall()
     rows.sort(key=lambda row: (row[6], row[0]))  # RETURNING order is unspecified: oldest first
@@ -225,5 +235,7 @@ def _claim_fifo(
     received = fifo.claim(conn, queue, chosen, visible_at, now)
     fifo.refresh_groups(conn, queue.id, stale - {group for _, group in chosen})
     if attempt_id is not None:
-        fifo.record_attempt(conn, queue.id, attempt_id, received, [row_id for row_id, _ in chosen], visible_at, now)
+        fifo.record_attempt(
+            conn, queue.id, attempt_id, received, [row_id for row_id, _ in chosen], visible_at, now
+        )
     return received

@@ -12,9 +12,10 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from . import limits, settings
-from .errors import InvalidParameterValue, MissingParameter
-from .queues import QueueConfig
+from .. import limits
+from ..errors import InvalidParameterValue, MissingParameter
+from . import settings
+from .queue_rows import QueueConfig
 
 ACTIONS = (
     "*",
@@ -46,7 +47,11 @@ def add(
     now: int,
 ) -> None:
     """Add a statement allowing ``actions`` to ``account_ids``, named ``label``."""
-    if not isinstance(label, str) or not 1 <= len(label) <= limits.MAX_PERMISSION_LABEL_LENGTH or not _LABEL.fullmatch(label):
+    if (
+        not isinstance(label, str)
+        or not 1 <= len(label) <= limits.MAX_PERMISSION_LABEL_LENGTH
+        or not _LABEL.fullmatch(label)
+    ):
         raise InvalidParameterValue(
             f"permission label {label!r} is not allowed: use 1 to {limits.MAX_PERMISSION_LABEL_LENGTH} "
             "characters of A-Z a-z 0-9 _ -"

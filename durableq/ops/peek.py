@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import sqlite3
 
-from . import attributes, limits, validation
+from .. import limits
+from ..types import PeekedMessage
+from . import attributes, validation
 from .messages import format_sequence
-from .queues import QueueConfig
+from .queue_rows import QueueConfig
 from .retention import expired_before
 from .stats import STATE_SQL
-from .types import PeekedMessage
 
 STATES = ("visible", "in_flight", "delayed")
 
@@ -24,13 +25,21 @@ LIMIT :limit
 """
 
 
-def peek(conn: sqlite3.Connection, queue: QueueConfig, state: str | None, limit: int, now: int) -> list[PeekedMessage]:
+def peek(
+    conn: sqlite3.Connection, queue: QueueConfig, state: str | None, limit: int, now: int
+) -> list[PeekedMessage]:
     if state is not None:
         validation.choice("state", state, STATES)
     validation.integer("limit", limit, 1, limits.MAX_PEEK, "messages")
     rows = conn.execute(
         _PEEK,
-        {"queue_id": queue.id, "expired_before": expired_before(queue.retention_period, now), "state": state, "limit": limit, "now": now},
+        {
+            "queue_id": queue.id,
+            "expired_before": expired_before(queue.retention_period, now),
+            "state": state,
+            "limit": limit,
+            "now": now,
+        },
     )
     return [
         PeekedMessage(

@@ -7,9 +7,9 @@ import logging
 import sqlite3
 from collections.abc import Sequence
 
-from . import fifo, queues
+from . import fifo, queue_rows
 from .counters import MOVED, Counters
-from .queues import QueueConfig
+from .queue_rows import QueueConfig
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +24,7 @@ def target_of(conn: sqlite3.Connection, queue: QueueConfig) -> QueueConfig | Non
     """The queue's dead-letter queue, if it has a redrive policy and that queue still exists."""
     if queue.dead_letter_queue is None:
         return None
-    target = queues.find(conn, queue.dead_letter_queue)
+    target = queue_rows.find(conn, queue.dead_letter_queue)
     if target is None or target.fifo != queue.fifo:
         log.warning(
             "queue %r names dead-letter queue %r, which no longer exists as a %s queue; "

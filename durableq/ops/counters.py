@@ -16,8 +16,8 @@ import os
 import threading
 import weakref
 
-from .database import Database
-from .errors import DurableQError
+from ..engines.sqlite import Database
+from ..errors import DurableQError
 
 log = logging.getLogger(__name__)
 
@@ -123,5 +123,5 @@ def _flush_at_exit(ref: weakref.ref[Counters]) -> None:
     if counters is not None and not counters._stop.is_set():
         try:
             counters.flush()
-        except Exception:  # noqa: BLE001 - nothing can be reported at exit
+        except Exception:
             log.debug("counters not written at exit", exc_info=True)

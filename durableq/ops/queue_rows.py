@@ -12,9 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from . import limits, validation
-from .errors import InvalidParameterValue, QueueDoesNotExist
-from .types import RedriveAllowPolicy, RedrivePolicy
+from .. import limits
+from ..errors import InvalidParameterValue, QueueDoesNotExist
+from ..types import RedriveAllowPolicy, RedrivePolicy
+from . import validation
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +65,7 @@ class QueueConfig:
 _FIELDS = [f.name for f in fields(QueueConfig)]
 _COLUMNS = ", ".join(_FIELDS)
 _SELECT_BY_NAME = f"SELECT {_COLUMNS} FROM queues WHERE name = ?"
+
 
 class Catalog:
     """A broker's cache of queue rows, so the hot paths need no lookup statement.
@@ -170,7 +172,9 @@ def set_tags(conn: sqlite3.Connection, queue: QueueConfig, new_tags: Mapping[str
     checked = validation.tags(new_tags)
     merged = {**get_tags(conn, queue), **checked}
     if len(merged) > limits.MAX_TAGS:
-        raise InvalidParameterValue(f"a queue holds at most {limits.MAX_TAGS} tags; this would make {len(merged)}")
+        raise InvalidParameterValue(
+            f"a queue holds at most {limits.MAX_TAGS} tags; this would make {len(merged)}"
+        )
     conn.executemany(
         "INSERT INTO tags (queue_id, key, value) VALUES (?, ?, ?) "
         "ON CONFLICT (queue_id, key) DO UPDATE SET value = excluded.value",

@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
 
-.PHONY: demo test setup setup-test system-deps clean
+.PHONY: demo test check setup setup-test system-deps clean
 
 # durableq itself: enough for the demo (and the benchmark and stress runs, which add their own).
 $(BIN)/.installed: pyproject.toml
@@ -35,7 +35,13 @@ demo: setup
 		--concurrency 4 --idle-timeout 5
 	$(BIN)/durableq --db durableq.db stats
 
-test: setup-test system-deps
+# Lint, formatting and strict types (configured in pyproject.toml), before the tests.
+check: setup-test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: setup-test system-deps check
 	$(BIN)/python -m pytest
 
 clean:

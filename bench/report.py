@@ -63,7 +63,7 @@ def _workload_section(result: WorkloadResult, plot: Path | None) -> list[str]:
         lines += [""] + [f"- {note}" for note in result.notes]
     if plot is not None:
         lines += ["", f"![{result.key}]({plot.name})"]
-    return lines + [""]
+    return [*lines, ""]
 
 
 def write_markdown(

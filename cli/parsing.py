@@ -21,7 +21,7 @@ from durableq import Attribute, InvalidParameterValue, MissingParameter, Redrive
 NONE_WORD = "none"
 
 
-class Parsed(click.ParamType):
+class Parsed(click.ParamType[Any, Any]):
     """A click parameter type from a parse function; its ValueError becomes a usage error."""
 
     def __init__(self, parse: Callable[[str], Any], metavar: str) -> None:

@@ -83,7 +83,14 @@ def send(
         _send_file(target, file, options, as_json)
         return
     text = sys.stdin.read() if body == "-" else body
-    result = target.send(text, **options)
+    assert text is not None  # checked above: a BODY when there is no --file
+    result = target.send(
+        text,
+        delay_seconds=delay,
+        attributes=dict(attrs) or None,
+        group_id=group,
+        deduplication_id=dedup_id,
+    )
     sequence = f" (sequence number {result.sequence_number})" if result.sequence_number else ""
     emit(as_json, result, f"sent message {result.message_id}{sequence}")
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -64,7 +65,7 @@ def stats(queue: str | None, window: int, watch: bool, interval: float, as_json:
             snapshot = _snapshot(broker, queue, window)
             if watch and not as_json:
                 click.clear()
-            emit(as_json, snapshot, lambda: _text(snapshot))
+            emit(as_json, snapshot, functools.partial(_text, snapshot))
             if not watch:
                 return
             if not as_json:

@@ -13,7 +13,7 @@ from . import limits
 from .engines.migrate import ensure_schema
 from .engines.sqlite import Database, prepare_file
 from .errors import InvalidParameterValue
-from .limits import DEFAULT
+from .limits import DEFAULT, NotGiven
 from .ops import queue_rows, settings, validation
 from .ops.runtime import Runtime
 from .queue import Queue
@@ -88,15 +88,15 @@ class Broker:
         name: str,
         *,
         fifo: bool = False,
-        visibility_timeout: int = DEFAULT,
-        delay_seconds: int = DEFAULT,
-        retention_period: int = DEFAULT,
-        receive_wait_time: int = DEFAULT,
-        maximum_message_size: int = DEFAULT,
-        content_based_deduplication: bool = DEFAULT,
-        deduplication_scope: str = DEFAULT,
-        redrive_policy: RedrivePolicy | None = DEFAULT,
-        redrive_allow_policy: RedriveAllowPolicy | None = DEFAULT,
+        visibility_timeout: int | NotGiven = DEFAULT,
+        delay_seconds: int | NotGiven = DEFAULT,
+        retention_period: int | NotGiven = DEFAULT,
+        receive_wait_time: int | NotGiven = DEFAULT,
+        maximum_message_size: int | NotGiven = DEFAULT,
+        content_based_deduplication: bool | NotGiven = DEFAULT,
+        deduplication_scope: str | NotGiven = DEFAULT,
+        redrive_policy: RedrivePolicy | NotGiven | None = DEFAULT,
+        redrive_allow_policy: RedriveAllowPolicy | NotGiven | None = DEFAULT,
         tags: Mapping[str, str] | None = None,
         **sqs_settings: Any,
     ) -> Queue:

@@ -7,20 +7,27 @@ says otherwise.
 
 from __future__ import annotations
 
-from typing import Any
+import enum
+from typing import Final, Literal
 
 
-class _Default:
-    """What an argument is when not given: the documented default applies, and
-    ``create_queue`` on an existing queue compares only the settings given."""
+class Default(enum.Enum):
+    """The type of :data:`DEFAULT`: what an argument is when not given.
 
-    __slots__ = ()
+    The documented default applies, and ``create_queue`` on an existing queue
+    compares only the settings given.  An enum member, so ``x is DEFAULT``
+    narrows ``int | Default`` to ``int`` for type checkers.
+    """
+
+    DEFAULT = "DEFAULT"
 
     def __repr__(self) -> str:
         return "DEFAULT"
 
 
-DEFAULT: Any = _Default()
+#: "Not given" (a typed sentinel: ``int | NotGiven = DEFAULT``).
+DEFAULT: Final = Default.DEFAULT
+NotGiven = Literal[Default.DEFAULT]
 
 # Queue attributes: defaults and allowed ranges (SPEC §2).
 DEFAULT_VISIBILITY_TIMEOUT = 30

@@ -42,7 +42,8 @@ MAX_BACKOFF = 900
 
 def default_backoff(receive_count: int) -> int:
     """Seconds before a failed message is retried: 2, 4, 8 ... capped at 15 minutes."""
-    return min(2 ** min(receive_count, 16), MAX_BACKOFF)
+    seconds: int = 2 ** min(receive_count, 16)  # a non-negative exponent: an int
+    return min(seconds, MAX_BACKOFF)
 
 
 @dataclass
@@ -190,7 +191,7 @@ class Worker:
         started = time.monotonic()
         try:
             self.handler(message)
-        except Exception as exc:  # the handler's failure is the message's, not the worker's
+        except Exception as exc:  # noqa: BLE001 - the handler's failure is the message's, not the worker's
             self._finish(message, started, failure=exc)
         else:
             self._finish(message, started, failure=None)

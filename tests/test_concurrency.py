@@ -104,7 +104,7 @@ def test_the_fifo_in_flight_limit_is_20000(broker: durableq.Broker) -> None:
 
 def test_the_standard_in_flight_limit_is_120000(broker: durableq.Broker) -> None:
     queue = broker.create_queue("huge")
-    for i in range(0, limits.MAX_IN_FLIGHT_STANDARD + 10, 10):
+    for _ in range(0, limits.MAX_IN_FLIGHT_STANDARD + 10, 10):
         queue.send_batch([SendEntry(str(j), "x") for j in range(10)])
     received = 0
     while received < limits.MAX_IN_FLIGHT_STANDARD:

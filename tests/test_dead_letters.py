@@ -172,7 +172,7 @@ def _dead_letters(
 def test_a_move_task_sends_dead_letters_back_to_their_source(
     broker: durableq.Broker, clock: FakeClock
 ) -> None:
-    jobs, dead = _dead_letters(broker, clock, 25)
+    jobs, _ = _dead_letters(broker, clock, 25)
     task = broker.start_message_move("jobs-dlq")
     assert task.status == "RUNNING" and task.to_move == 25 and task.source == "jobs-dlq"
     broker.wait_for_message_move(task.task_handle, 30)

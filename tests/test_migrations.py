@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 import subprocess
 import sys
@@ -37,7 +38,7 @@ def test_the_code_expects_the_head_revision(db_path: Path) -> None:
     history = migrate.history(db)
     assert history[0].revision == SCHEMA_REVISION and history[0].is_head
     assert history[-1].down_revision is None
-    assert all(newer.down_revision == older.revision for newer, older in zip(history, history[1:]))
+    assert all(newer.down_revision == older.revision for newer, older in itertools.pairwise(history))
 
 
 def test_time_columns_are_declared_bigint(broker: durableq.Broker) -> None:

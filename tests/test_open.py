@@ -77,7 +77,7 @@ def test_a_file_from_a_newer_durableq_is_refused_and_left_untouched(db_path: Pat
     conn.commit()
     conn.close()
     before = _digest(db_path)
-    with pytest.raises(durableq.SchemaVersionTooNew, match="9999_from_the_future.*upgrade durableq"):
+    with pytest.raises(durableq.SchemaVersionTooNew, match=r"9999_from_the_future.*upgrade durableq"):
         durableq.open(db_path)
     assert _digest(db_path) == before
 
@@ -112,7 +112,7 @@ def test_a_writer_holding_the_file_makes_calls_wait_then_fail_clearly(db_path: P
         holder = sqlite3.connect(db_path, isolation_level=None)
         holder.execute("BEGIN IMMEDIATE")
         try:
-            with pytest.raises(durableq.DatabaseLocked, match="locked by another connection.*busy timeout"):
+            with pytest.raises(durableq.DatabaseLocked, match=r"locked by another connection.*busy timeout"):
                 queue.send("blocked")
         finally:
             holder.execute("ROLLBACK")

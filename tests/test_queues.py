@@ -68,7 +68,7 @@ def test_fifo_names_end_in_fifo_counted_in_the_80(broker: durableq.Broker) -> No
     assert broker.create_queue("f" * 75 + ".fifo", fifo=True).fifo
     with pytest.raises(durableq.InvalidParameterValue):
         broker.create_queue("f" * 76 + ".fifo", fifo=True)
-    with pytest.raises(durableq.InvalidParameterValue, match="must end in .fifo"):
+    with pytest.raises(durableq.InvalidParameterValue, match=r"must end in \.fifo"):
         broker.create_queue("orders", fifo=True)
 
 

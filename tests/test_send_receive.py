@@ -203,7 +203,7 @@ def test_bodies_must_be_non_empty_text_of_allowed_characters(queue: durableq.Que
 def test_message_size_counts_body_and_attributes(broker: durableq.Broker) -> None:
     queue = broker.create_queue("small", maximum_message_size=1024)
     queue.send("x" * 1024)
-    with pytest.raises(durableq.InvalidParameterValue, match="1025 bytes.*at most 1024"):
+    with pytest.raises(durableq.InvalidParameterValue, match=r"1025 bytes.*at most 1024"):
         queue.send("x" * 1025)
     # name (1) + type "String" (6) + value (1) = 8 bytes of attributes
     queue.send("x" * 1016, attributes={"a": "v"})

@@ -73,7 +73,7 @@ def test_visibility_ends_at_most_12_hours_after_the_receive(queue: durableq.Queu
     queue.send("x")
     [message] = queue.receive(visibility_timeout=43_200)
     clock.advance(3_600)
-    with pytest.raises(durableq.InvalidParameterValue, match="12 h.*at most 39600 s is left"):
+    with pytest.raises(durableq.InvalidParameterValue, match=r"12 h.*at most 39600 s is left"):
         queue.change_visibility(message.receipt_handle, 43_200)
     queue.change_visibility(message.receipt_handle, 39_600)  # ends exactly 12 h after the receive
     clock.advance(39_600)

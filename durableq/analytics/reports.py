@@ -41,8 +41,8 @@ def depth_by_state(tables: Tables) -> DataFrame:
     counts = tables.messages.groupBy("queue").pivot("state", list(STATES)).count()
     depth = tables.queues.select("queue").join(counts, "queue", "left").fillna(0, subset=list(STATES))
     total = sum((F.col(state) for state in STATES), F.lit(0))
-    counts = (F.col(s).cast("long").alias(s) for s in STATES)
-    return depth.select("queue", *counts, total.cast("long").alias("total"))
+    columns = [F.col(s).cast("long").alias(s) for s in STATES]
+    return depth.select("queue", *columns, total.cast("long").alias("total"))
 
 
 def age_percentiles(tables: Tables) -> DataFrame:

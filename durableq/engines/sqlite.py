@@ -38,7 +38,7 @@ def translate(exc: sqlite3.Error, path: Path, busy_timeout: float) -> DatabaseEr
     """The durableq error for a driver error (raise it ``from exc``)."""
     name = getattr(exc, "sqlite_errorname", "") or ""
     text = str(exc)
-    if name.startswith("SQLITE_BUSY") or name.startswith("SQLITE_LOCKED") or "locked" in text:
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text:
         return DatabaseLocked(
             f"{path} stayed locked by another connection for more than {busy_timeout:g} s "
             "(the busy timeout); retry, or raise busy_timeout"
@@ -212,7 +212,8 @@ class Database:
     def data_version(self) -> int:
         """Changes whenever another connection commits (no table is read, but it is a statement)."""
         try:
-            return self.conn.execute("PRAGMA data_version").fetchone()[0]
+            version: int = self.conn.execute("PRAGMA data_version").fetchone()[0]
+            return version
         except sqlite3.Error as exc:
             raise translate(exc, self.path, self.busy_timeout) from exc
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable
+from typing import Any
 
 from .. import limits
 from ..types import Message
@@ -198,7 +199,7 @@ def replay_attempt(
     ).fetchone()
     if row is None:
         return None
-    recorded: list[list] = json.loads(row[0])
+    recorded: list[list[Any]] = json.loads(row[0])
     if not recorded:
         return None
     ids = [entry[0] for entry in recorded]
@@ -242,7 +243,12 @@ def record_attempt(
 
 
 def _store_attempt(
-    conn: sqlite3.Connection, queue_id: int, attempt_id: str, entries: list[list], now: int, keep_expiry: bool
+    conn: sqlite3.Connection,
+    queue_id: int,
+    attempt_id: str,
+    entries: list[list[Any]],
+    now: int,
+    keep_expiry: bool,
 ) -> None:
     if keep_expiry:
         conn.execute(
@@ -265,7 +271,7 @@ def append_moved(
     rows: list[tuple[int, str]],
     now: int,
     updates: str,
-    params: dict,
+    params: dict[str, Any],
 ) -> None:
     """Move rows (id, group) of another queue to the tail of their groups in FIFO queue ``target``.
 

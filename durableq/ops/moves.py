@@ -254,7 +254,7 @@ class MoveTasks:
 
 
 def _count(conn: Any, queue: QueueConfig) -> int:
-    (count,) = conn.execute("SELECT count(*) FROM messages WHERE queue_id = ?", (queue.id,)).fetchone()
+    count: int = conn.execute("SELECT count(*) FROM messages WHERE queue_id = ?", (queue.id,)).fetchone()[0]
     return count
 
 

@@ -160,9 +160,9 @@ class Receiver:
     def _next_visible(self, queue: QueueConfig) -> int | None:
         """When the next delayed or in-flight message becomes visible (broker clock, ms)."""
         with self._db.statement() as conn:
-            (wake_at,) = conn.execute(
+            wake_at: int | None = conn.execute(
                 _NEXT_FIFO if queue.fifo else _NEXT_STANDARD, (queue.id, self._clock_ms())
-            ).fetchone()
+            ).fetchone()[0]
         return wake_at
 
     def _wait(self, version: int, deadline: float, wake_at: int | None) -> None:
@@ -231,7 +231,7 @@ def _claim_fifo(
     cutoff = expired_before(queue.retention_period, now)
     chosen, to_dead_letter, stale = fifo.choose(conn, queue, limit, now, cutoff, target is not None)
     if to_dead_letter and target is not None:
-        redrive.move(conn, queue, target, to_dead_letter, now, counters)  # type: ignore[arg-type]
+        redrive.move(conn, queue, target, to_dead_letter, now, counters)
     received = fifo.claim(conn, queue, chosen, visible_at, now)
     fifo.refresh_groups(conn, queue.id, stale - {group for _, group in chosen})
     if attempt_id is not None:

@@ -187,8 +187,8 @@ def _policy(value: object) -> str | None:
     """An access policy: a JSON object, kept as given (durableq enforces no IAM)."""
     if value is None or value == "":
         return None
-    validation.text("policy", value, InvalidAttributeValue)
-    if len(value.encode()) > limits.MAX_POLICY_BYTES:  # type: ignore[union-attr]
+    value = validation.text("policy", value, InvalidAttributeValue)
+    if len(value.encode()) > limits.MAX_POLICY_BYTES:
         raise InvalidAttributeValue(
             f"policy must be a JSON document of at most {limits.MAX_POLICY_BYTES} bytes"
         )
@@ -204,8 +204,8 @@ def _policy(value: object) -> str | None:
 def _kms_key(value: object) -> str | None:
     if value is None or value == "":
         return None
-    validation.text("kms_master_key_id", value, InvalidAttributeValue)
-    if len(value) > limits.MAX_KMS_KEY_ID_LENGTH:  # type: ignore[arg-type]
+    value = validation.text("kms_master_key_id", value, InvalidAttributeValue)
+    if len(value) > limits.MAX_KMS_KEY_ID_LENGTH:
         raise InvalidAttributeValue(
             f"kms_master_key_id must be a key id, alias or ARN of at most {limits.MAX_KMS_KEY_ID_LENGTH} characters"
         )

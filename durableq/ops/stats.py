@@ -68,10 +68,10 @@ class InFlightGauge:
         limit = queue.in_flight_limit
         known = self._known.get(queue.id)
         if known is not None:
-            counted_at, count = known
-            if time.monotonic() - counted_at < self._interval and count < limit - self._margin:
-                return limit - self._margin - count
-        (count,) = conn.execute(_IN_FLIGHT, (queue.id, now, limit)).fetchone()
+            counted_at, known_count = known
+            if time.monotonic() - counted_at < self._interval and known_count < limit - self._margin:
+                return limit - self._margin - known_count
+        count: int = conn.execute(_IN_FLIGHT, (queue.id, now, limit)).fetchone()[0]
         self._known[queue.id] = (time.monotonic(), count)
         return limit - count
 

@@ -25,7 +25,7 @@ from . import errors, protocol_json, protocol_query, sigv4
 from .actions import ACTIONS, Call
 from .params import Params
 from .urls import Endpoint
-from .wire import Request, Response
+from .wire import Request, Response, WireProtocol
 
 log = logging.getLogger(__name__)
 
@@ -96,12 +96,12 @@ class SQSServer(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def handle(self, request: Request) -> Response:
         """The response to one request, errors included; never raises."""
         request_id = str(uuid.uuid4())
-        protocol = protocol_json if protocol_json.handles(request) else protocol_query
+        protocol: WireProtocol = protocol_json if protocol_json.handles(request) else protocol_query
         try:
             if self.credentials is not None:
                 sigv4.verify(request, self.credentials, time.time())
@@ -117,7 +117,7 @@ class SQSServer(ThreadingHTTPServer):
             return protocol.error(exc, request_id)
         except DurableQError as exc:
             return protocol.error(errors.from_library(exc), request_id)
-        except Exception as exc:  # a bug: answer 500 and keep serving
+        except Exception as exc:  # noqa: BLE001 - a bug: answer 500 and keep serving
             return protocol.error(errors.internal(exc), request_id)
 
 
@@ -152,7 +152,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _refuse(self, status: int, code: str, message: str) -> None:
         self.close_connection = True  # the unread body would be taken for the next request
         request = Request(self.command, self.path, "", self.headers, b"")
-        protocol = protocol_json if protocol_json.handles(request) else protocol_query
+        protocol: WireProtocol = protocol_json if protocol_json.handles(request) else protocol_query
         self._send(protocol.error(errors.WireError(code, message, status=status), str(uuid.uuid4())))
 
     def _send(self, response: Response) -> None:

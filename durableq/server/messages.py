@@ -68,7 +68,8 @@ def trace_header_in(values: Mapping[str, Any]) -> str | None:
     value = values[TRACE_HEADER]
     if not isinstance(value, Mapping) or value.get("DataType") != "String":
         raise InvalidParameterValue(f"{TRACE_HEADER} must have DataType String and a StringValue")
-    return value.get("StringValue")  # type: ignore[no-any-return]
+    header: str | None = value.get("StringValue")
+    return header
 
 
 def send_digests(attributes: Mapping[str, Attribute], trace_header: str | None) -> dict[str, str]:

@@ -146,9 +146,9 @@ def _render(parent: ElementTree.Element, name: str, value: Any, action: str) -> 
             ElementTree.SubElement(entry, key_name).text = key
             _render(entry, "Value", each, action)
     elif isinstance(value, dict):
-        element = ElementTree.SubElement(parent, name)
+        child = ElementTree.SubElement(parent, name)
         for key, each in value.items():
-            _render(element, key, each, action)
+            _render(child, key, each, action)
     else:
         text = str(value).lower() if isinstance(value, bool) else str(value)
         ElementTree.SubElement(parent, name).text = text
@@ -162,4 +162,5 @@ def _request_id(parent: ElementTree.Element, wrapper: str, request_id: str) -> N
 def _xml(root: ElementTree.Element) -> bytes:
     # ElementTree writes a carriage return as is, and XML parsers turn it into a
     # line feed; as a character reference it survives (message bodies may hold one).
-    return ElementTree.tostring(root, encoding="utf-8", xml_declaration=True).replace(b"\r", b"&#13;")
+    document: bytes = ElementTree.tostring(root, encoding="utf-8", xml_declaration=True)
+    return document.replace(b"\r", b"&#13;")

@@ -42,7 +42,7 @@ def test_a_named_jar_that_is_missing_is_an_error_not_a_fallback(
     _, system = jars
     missing = tmp_path / "typo.jar"
     kwargs = {"jdbc_jar": missing} if source == "argument" else {"environ": {JAR_VARIABLE: str(missing)}}
-    with pytest.raises(JdbcDriverNotFound, match="typo.jar"):
+    with pytest.raises(JdbcDriverNotFound, match=r"typo\.jar"):
         find_jdbc_jar(system_jar=system, **kwargs)  # type: ignore[arg-type]
 
 

@@ -153,7 +153,7 @@ def test_an_error_a_process_met_is_reported(run: Run) -> None:
     run.broker.delete_queue("std")
     with pytest.raises(durableq.QueueDoesNotExist):
         queue.receive()
-    with pytest.raises(AssertionError, match="ERROR .* receive on 'std' raised QueueDoesNotExist"):
+    with pytest.raises(AssertionError, match=r"ERROR .* receive on 'std' raised QueueDoesNotExist"):
         check_file(run.db, run.journals, queues=[])
 
 

@@ -94,7 +94,8 @@ def change_message_visibility(call: Call) -> dict[str, Any]:
 
 def change_message_visibility_batch(call: Call) -> dict[str, Any]:
     queue = call.queue()
-    entries = [
+    # Values go to the library as given: it checks each entry and fails only that entry.
+    entries: list[tuple[Any, Any, Any]] = [
         (e.raw("Id"), e.raw("ReceiptHandle"), e.integer("VisibilityTimeout"))
         for e in call.params.entries("Entries")
     ]

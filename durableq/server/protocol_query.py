@@ -52,6 +52,21 @@ _MAPS = {
     "MessageAttributes": ("MessageAttribute", "Name"),
     "Tags": ("Tag", "Key"),
 }
+#: Actions whose answer holds no result element, only ResponseMetadata (SQS's query API declares
+#: no output for them); every other action always has its ``<ActionResult>``, empty or not.
+NO_RESULT = frozenset(
+    {
+        "AddPermission",
+        "ChangeMessageVisibility",
+        "DeleteMessage",
+        "DeleteQueue",
+        "PurgeQueue",
+        "RemovePermission",
+        "SetQueueAttributes",
+        "TagQueue",
+        "UntagQueue",
+    }
+)
 #: The deepest parameter name of the API: SendMessageBatchRequestEntry.1.MessageAttribute.1.Value.StringListValue.1.
 MAX_NAME_PARTS = 8
 # Parameters of the request itself, not of the action (SigV2 fields are ignored).
@@ -102,7 +117,12 @@ def _shape(node: Any) -> Any:
     """Numbered members become lists, and lists of Name/Key-Value pairs become maps."""
     if not isinstance(node, dict):
         return node
-    node = {_MEMBERS.get(key, key): _shape(value) for key, value in node.items()}
+    # SDKs send an empty list or map as the bare prefix with no value (``AttributeName=``): absent is empty.
+    node = {
+        _MEMBERS.get(key, key): _shape(value)
+        for key, value in node.items()
+        if not (key in _MEMBERS and value == "")
+    }
     if not node or not all(key.isdigit() for key in node):
         return node
     items = [node[key] for key in sorted(node, key=int)]
@@ -116,7 +136,7 @@ def _shape(node: Any) -> Any:
 
 def result(action: str, members: dict[str, Any], request_id: str) -> Response:
     root = ElementTree.Element(f"{action}Response", xmlns=NAMESPACE)
-    if members:
+    if action not in NO_RESULT:
         body = ElementTree.SubElement(root, f"{action}Result")
         for name, value in members.items():
             _render(body, name, value, action)

@@ -66,7 +66,8 @@ def test_send_and_receive_with_attributes_and_digests(sqs: Any, queue_url: str) 
         (["All"], ("b", "n", "s")),
         ([".*"], ("b", "n", "s")),
         (["n", "s"], ("n", "s")),
-        (["s.*"], ()),
+        (["s.*"], ("s",)),  # "prefix.*" selects names starting with the prefix ("Custom.*" -> "Custom1")
+        (["x.*", "t.*"], ()),
         (["String.*", "s"], ("s",)),
     ],
 )

@@ -33,7 +33,7 @@ def send_message(call: Call) -> dict[str, Any]:
     keywords, digests = _message(call.params)
     sent = queue.send(**keywords)
     return _sent(
-        {"MessageId": sent.message_id, "MD5OfMessageBody": sent.md5_of_body, **digests}, sent.sequence_number
+        {"MD5OfMessageBody": sent.md5_of_body, **digests, "MessageId": sent.message_id}, sent.sequence_number
     )
 
 
@@ -55,6 +55,7 @@ def send_message_batch(call: Call) -> dict[str, Any]:
 
 
 def _sent(result: dict[str, Any], sequence_number: str | None) -> dict[str, Any]:
+    # Members in the order of the API model (the query protocol writes elements in this order).
     if sequence_number is not None:  # FIFO queues only
         result["SequenceNumber"] = sequence_number
     return result

@@ -60,7 +60,7 @@ def purge_queue(call: Call) -> dict[str, Any]:
 
 def list_dead_letter_source_queues(call: Call) -> dict[str, Any]:
     sources = call.broker.dead_letter_source_queues(call.queue().name)
-    return _page(call, sources, "queueUrls")
+    return _page(call, sources, "queueUrls", required=True)
 
 
 def tag_queue(call: Call) -> dict[str, Any]:
@@ -95,8 +95,12 @@ def remove_permission(call: Call) -> dict[str, Any]:
     return {}
 
 
-def _page(call: Call, names: list[str], member: str) -> dict[str, Any]:
-    """One page of queue URLs: ``NextToken`` is the last name given, so pages stay right while queues change."""
+def _page(call: Call, names: list[str], member: str, *, required: bool = False) -> dict[str, Any]:
+    """One page of queue URLs: ``NextToken`` is the last name given, so pages stay right while queues change.
+
+    An empty page omits ``member`` unless the API model marks it ``required``
+    (``ListDeadLetterSourceQueues``' ``queueUrls``), as SQS does.
+    """
     params: Params = call.params
     token = params.text("NextToken")
     if token:
@@ -106,7 +110,7 @@ def _page(call: Call, names: list[str], member: str) -> dict[str, Any]:
     if limit is not None and not 1 <= limit <= MAX_LIST_RESULTS:
         raise InvalidParameterValue(f"MaxResults must be from 1 to {MAX_LIST_RESULTS}; got {limit}")
     page = names[: limit or MAX_LIST_RESULTS]
-    result: dict[str, Any] = {member: [call.url(name) for name in page]} if page else {}
+    result: dict[str, Any] = {member: [call.url(name) for name in page]} if page or required else {}
     if limit is not None and len(names) > limit:
         result["NextToken"] = base64.urlsafe_b64encode(page[-1].encode()).decode("ascii")
     return result

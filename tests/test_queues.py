@@ -261,9 +261,15 @@ def test_permissions_are_statements_of_the_policy(broker: durableq.Broker) -> No
     queue.add_permission("everything", ["444455556666", "111122223333"], ["*"])
     policy = json.loads(queue.attributes()["policy"])
     assert [s["Sid"] for s in policy["Statement"]] == ["producers", "everything"]
-    first = policy["Statement"][0]
-    assert first["Principal"] == {"AWS": ["arn:aws:iam::111122223333:root"]}
-    assert first["Action"] == ["SQS:SendMessage"] and first["Resource"] == "arn:aws:sqs:us-east-1:1:jobs"
+    assert policy["Id"] == "arn:aws:sqs:us-east-1:1:jobs/SQSDefaultPolicy"  # SQS's default policy id
+    first, second = policy["Statement"]
+    # As SQS writes them: one principal or action as a string, several as a list.
+    assert first["Principal"] == {"AWS": "arn:aws:iam::111122223333:root"}
+    assert first["Action"] == "SQS:SendMessage" and first["Resource"] == "arn:aws:sqs:us-east-1:1:jobs"
+    assert second["Principal"] == {
+        "AWS": ["arn:aws:iam::444455556666:root", "arn:aws:iam::111122223333:root"]
+    }
+    assert ", " not in queue.attributes()["policy"]  # compact JSON
     with pytest.raises(durableq.InvalidParameterValue, match="already exists"):
         queue.add_permission("producers", ["111122223333"], ["SendMessage"])
     with pytest.raises(durableq.InvalidParameterValue, match="12 digits"):

@@ -8,6 +8,7 @@ import pytest
 
 import durableq
 from durableq import limits
+from durableq.ops import permissions
 from tests.conftest import FakeClock
 
 
@@ -276,8 +277,12 @@ def test_permissions_are_statements_of_the_policy(broker: durableq.Broker) -> No
         queue.add_permission("bad", ["12"], ["SendMessage"])
     with pytest.raises(durableq.InvalidParameterValue, match="action 'Fly'"):
         queue.add_permission("bad", ["111122223333"], ["Fly"])
-    with pytest.raises(durableq.MissingParameter):
+    with pytest.raises(durableq.MissingParameter, match="account id"):
         queue.add_permission("bad", [], ["SendMessage"])
+    with pytest.raises(durableq.MissingParameter, match="action"):
+        queue.add_permission("bad", ["111122223333"], [])
+    with pytest.raises(durableq.OverLimit, match="at most 7 actions"):  # SQS's limit per statement
+        queue.add_permission("bad", ["111122223333"], list(permissions.ACTIONS[1:9]))
     queue.remove_permission("producers")
     queue.remove_permission("everything")
     assert queue.attributes()["policy"] is None

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import limits
-from ..errors import InvalidParameterValue, MissingParameter
+from ..errors import InvalidParameterValue, MissingParameter, OverLimit
 from . import settings
 from .queue_rows import QueueConfig
 
@@ -68,8 +68,14 @@ def add(
             f"permission label {label!r} is not allowed: use 1 to {limits.MAX_PERMISSION_LABEL_LENGTH} "
             "characters of A-Z a-z 0-9 _ -"
         )
-    if not account_ids or not actions:
-        raise MissingParameter("add_permission needs at least one account id and one action")
+    if not actions:
+        raise MissingParameter("add_permission needs at least one action")
+    if not account_ids:
+        raise MissingParameter("add_permission needs at least one account id")
+    if len(actions) > limits.MAX_PERMISSION_ACTIONS:
+        raise OverLimit(
+            f"a permission allows at most {limits.MAX_PERMISSION_ACTIONS} actions; got {len(actions)}"
+        )
     for account in account_ids:
         if not isinstance(account, str) or not _ACCOUNT.fullmatch(account):
             raise InvalidParameterValue(f"account id {account!r} is not allowed: use 12 digits")

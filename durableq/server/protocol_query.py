@@ -147,7 +147,7 @@ def result(action: str, members: dict[str, Any], request_id: str) -> Response:
 def error(err: WireError, request_id: str) -> Response:
     root = ElementTree.Element("ErrorResponse", xmlns=NAMESPACE)
     detail = ElementTree.SubElement(root, "Error")
-    for name, text in (("Type", err.fault), ("Code", err.code), ("Message", err.message)):
+    for name, text in (("Type", err.fault), ("Code", err.code), ("Message", err.query_message)):
         ElementTree.SubElement(detail, name).text = text
     ElementTree.SubElement(detail, "Detail")
     ElementTree.SubElement(root, "RequestId").text = request_id

@@ -6,11 +6,10 @@ import base64
 import binascii
 from typing import Any
 
-from durableq.errors import InvalidParameterValue
+from durableq.errors import InvalidParameterValue, MissingParameter
 
 from ..params import Params
 from ..queue_attributes import from_settings, to_settings
-from ..urls import queue_name
 from .call import Call
 
 #: ListQueues returns at most this many URLs, also without MaxResults (as SQS does).
@@ -36,7 +35,7 @@ def list_queues(call: Call) -> dict[str, Any]:
 
 
 def delete_queue(call: Call) -> dict[str, Any]:
-    call.broker.delete_queue(queue_name(call.params.required("QueueUrl")))
+    call.broker.delete_queue(call.queue().name)
     return {}
 
 
@@ -64,12 +63,20 @@ def list_dead_letter_source_queues(call: Call) -> dict[str, Any]:
 
 
 def tag_queue(call: Call) -> dict[str, Any]:
-    call.queue().tag(**call.params.mapping("Tags"))
+    queue = call.queue()
+    tags = call.params.mapping("Tags")
+    if not tags:  # a required member of the request: SQS refuses an empty one too
+        raise MissingParameter("the request must contain the parameter Tags")
+    queue.tag(**tags)
     return {}
 
 
 def untag_queue(call: Call) -> dict[str, Any]:
-    call.queue().untag(*call.params.texts("TagKeys"))
+    queue = call.queue()
+    keys = call.params.texts("TagKeys")
+    if not keys:
+        raise InvalidParameterValue("TagKeys must name at least one tag key")
+    queue.untag(*keys)
     return {}
 
 

@@ -38,6 +38,8 @@ _MEMBERS = {
     "DeleteMessageBatchRequestEntry": "Entries",
     "ChangeMessageVisibilityBatchRequestEntry": "Entries",
 }
+# The JSON names of list and map members, which an empty list or map may be sent as.
+_LIST_MEMBERS = frozenset(_MEMBERS.values())
 # JSON list member -> the element of each item (flattened lists).
 _ITEMS = {
     "QueueUrls": "QueueUrl",
@@ -117,11 +119,12 @@ def _shape(node: Any) -> Any:
     """Numbered members become lists, and lists of Name/Key-Value pairs become maps."""
     if not isinstance(node, dict):
         return node
-    # SDKs send an empty list or map as the bare prefix with no value (``AttributeName=``): absent is empty.
+    # SDKs send an empty list or map as a bare name with no value, the query name or the member's own
+    # (botocore: ``AttributeNames=``; the JavaScript SDK: ``AttributeName=``): absent is empty.
     node = {
         _MEMBERS.get(key, key): _shape(value)
         for key, value in node.items()
-        if not (key in _MEMBERS and value == "")
+        if not (value == "" and (key in _MEMBERS or key in _LIST_MEMBERS))
     }
     if not node or not all(key.isdigit() for key in node):
         return node

@@ -71,6 +71,13 @@ def test_an_empty_list_sent_as_a_bare_prefix_is_an_empty_list(server: ServerProc
         query(server.url, "GetQueueAttributes", QueueUrl=queue_url, AttributeName=""), "GetQueueAttributes"
     )
     assert not list(attributes.iter(f"{NS}Attribute"))
+    status, root = query(server.url, "SendMessageBatch", QueueUrl=queue_url, Entries="")
+    assert (status, text(root, "./Error/Code")) == (400, "AWS.SimpleQueueService.EmptyBatchRequest")
+    # botocore names the member itself: AttributeNames=, Entries=.
+    attributes = ok(
+        query(server.url, "GetQueueAttributes", QueueUrl=queue_url, AttributeNames=""), "GetQueueAttributes"
+    )
+    assert not list(attributes.iter(f"{NS}Attribute"))
 
 
 def test_message_attribute_values_come_before_their_data_type(server: ServerProcess) -> None:

@@ -62,7 +62,9 @@ SEMANTICS = {
         "SQLiteAckQueue: get = SELECT then UPDATE (a thread lock, no transaction: not atomic across "
         "processes); ack marks a status; no visibility timeout"
     ),
-    "litequeue": "pop = BEGIN IMMEDIATE + UPDATE … RETURNING (atomic); done marks a status; no visibility timeout",
+    "litequeue": (
+        "pop = BEGIN IMMEDIATE + UPDATE … RETURNING (atomic); done marks a status; no visibility timeout"
+    ),
 }
 
 

@@ -7,27 +7,26 @@ says otherwise.
 
 from __future__ import annotations
 
-import enum
-from typing import Final, Literal
+from typing import Final
 
 
-class Default(enum.Enum):
+class _Default:
     """The type of :data:`DEFAULT`: what an argument is when not given.
 
     The documented default applies, and ``create_queue`` on an existing queue
-    compares only the settings given.  An enum member, so ``x is DEFAULT``
-    narrows ``int | Default`` to ``int`` for type checkers.
+    compares only the settings given.  A parameter that may be left out is
+    typed ``int | _Default = DEFAULT``; ``isinstance(value, _Default)`` (or
+    ``value is DEFAULT``) tells whether it was given.
     """
 
-    DEFAULT = "DEFAULT"
+    __slots__ = ()
 
     def __repr__(self) -> str:
         return "DEFAULT"
 
 
-#: "Not given" (a typed sentinel: ``int | NotGiven = DEFAULT``).
-DEFAULT: Final = Default.DEFAULT
-NotGiven = Literal[Default.DEFAULT]
+#: "Not given": the one instance of :class:`_Default`.
+DEFAULT: Final = _Default()
 
 # Queue attributes: defaults and allowed ranges (SPEC §2).
 DEFAULT_VISIBILITY_TIMEOUT = 30

@@ -190,7 +190,8 @@ class Queue:
         total = sum(item.size for item in checked if isinstance(item, send.Outgoing))
         if total > limits.MAX_BATCH_BYTES:
             raise BatchRequestTooLong(
-                f"the messages of the batch add up to {total} bytes; at most {limits.MAX_BATCH_BYTES} are allowed"
+                f"the messages of the batch add up to {total} bytes; "
+                f"at most {limits.MAX_BATCH_BYTES} are allowed"
             )
         valid = [item for item in checked if isinstance(item, send.Outgoing)]
         rt = self._rt

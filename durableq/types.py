@@ -189,7 +189,8 @@ class MinuteMetrics:
 
 @dataclass(frozen=True, slots=True)
 class RedrivePolicy:
-    """Send a message to ``dead_letter_queue`` instead of receiving it more than ``max_receive_count`` times."""
+    """Send a message to ``dead_letter_queue`` instead of receiving it more than
+    ``max_receive_count`` times."""
 
     dead_letter_queue: str
     max_receive_count: int

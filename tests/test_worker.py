@@ -137,7 +137,8 @@ WORKER_SCRIPT = textwrap.dedent(
     import durableq
     from tests import worker_handlers
     logging.basicConfig(level=logging.INFO)
-    path, processes, concurrency, grace = sys.argv[1], sys.argv[2] == "processes", int(sys.argv[3]), float(sys.argv[4])
+    path, processes = sys.argv[1], sys.argv[2] == "processes"
+    concurrency, grace = int(sys.argv[3]), float(sys.argv[4])
     with durableq.open(path) as broker:
         queue = broker.get_queue("jobs")
         durableq.Worker(queue, worker_handlers.record, concurrency=concurrency, processes=processes,

@@ -257,7 +257,8 @@ def _store_attempt(
         )
     else:
         conn.execute(
-            "INSERT OR REPLACE INTO receive_attempts (queue_id, attempt_id, expires_at, messages) VALUES (?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO receive_attempts (queue_id, attempt_id, expires_at, messages) "
+            "VALUES (?, ?, ?, ?)",
             (queue_id, attempt_id, now + _ATTEMPT_INTERVAL_MS, json.dumps(entries)),
         )
 

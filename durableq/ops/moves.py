@@ -91,7 +91,8 @@ class MoveTasks:
                 dst = queue_rows.load(conn, destination)
                 if dst.fifo != src.fifo:
                     raise InvalidParameterValue(
-                        f"messages of {source!r} can only move to a queue of the same type; {destination!r} is not"
+                        f"messages of {source!r} can only move to a queue of the same type; "
+                        f"{destination!r} is not"
                     )
                 if dst.id == src.id:
                     raise InvalidParameterValue(
@@ -146,7 +147,8 @@ class MoveTasks:
             task = self._load(conn, task_handle)
             if task.status != "RUNNING":
                 raise InvalidParameterValue(
-                    f"message move task {task_handle!r} is {task.status}; only a RUNNING task can be cancelled"
+                    f"message move task {task_handle!r} is {task.status}; "
+                    "only a RUNNING task can be cancelled"
                 )
             conn.execute(
                 "UPDATE message_moves SET status = 'CANCELLING' WHERE task_handle = ?", (task_handle,)

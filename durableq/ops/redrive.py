@@ -15,7 +15,8 @@ log = logging.getLogger(__name__)
 
 _MOVE_STANDARD = """
 UPDATE messages
-SET queue_id = :target, dead_letter_source = :source, visible_at = :now, receipt_handle = NULL, received_at = NULL
+SET queue_id = :target, dead_letter_source = :source, visible_at = :now,
+    receipt_handle = NULL, received_at = NULL
 WHERE id IN (SELECT value FROM json_each(:ids))
 """
 

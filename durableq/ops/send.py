@@ -209,6 +209,7 @@ def _fifo_checks(queue: QueueConfig, item: Outgoing) -> tuple[str, str]:
         return item.group_id, item.deduplication_id
     if not queue.content_based_deduplication:
         raise MissingParameter(
-            f"deduplication_id is required: FIFO queue {queue.name!r} does not use content-based deduplication"
+            f"deduplication_id is required: FIFO queue {queue.name!r} "
+            "does not use content-based deduplication"
         )
     return item.group_id, hashlib.sha256(item.body.encode("utf-8")).hexdigest()

@@ -23,7 +23,8 @@ _MAX_TOTAL_MS = limits.MAX_TOTAL_VISIBILITY * 1000
 _DELETE_ANY_HANDLE = "DELETE FROM messages WHERE id = :row AND secret = :secret AND queue_id = :queue_id"
 # FIFO queues: only the latest handle, and only while the message is still in flight.
 _DELETE_LATEST_IN_FLIGHT = """
-DELETE FROM messages WHERE id = :row AND receipt_handle = :handle AND visible_at > :now AND queue_id = :queue_id
+DELETE FROM messages
+WHERE id = :row AND receipt_handle = :handle AND visible_at > :now AND queue_id = :queue_id
 RETURNING group_id
 """
 _CHANGE = """

@@ -96,7 +96,10 @@ def remove_permission(call: Call) -> dict[str, Any]:
 
 
 def _page(call: Call, names: list[str], member: str) -> dict[str, Any]:
-    """One page of queue URLs: ``NextToken`` is the last name given, so pages stay right while queues change."""
+    """One page of queue URLs.
+
+    ``NextToken`` is the last name given, so pages stay right while queues change.
+    """
     params: Params = call.params
     token = params.text("NextToken")
     if token:

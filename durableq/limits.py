@@ -70,7 +70,8 @@ MAX_MESSAGE_ATTRIBUTES = 10
 MAX_ATTRIBUTE_NAME_LENGTH = 256
 MAX_ATTRIBUTE_TYPE_LENGTH = 256
 
-#: Messages one ``peek`` may show.
+#: Messages one ``peek`` shows by default, and at most.
+DEFAULT_PEEK = 10
 MAX_PEEK = 1_000
 
 MAX_IN_FLIGHT_STANDARD = 120_000
@@ -82,6 +83,9 @@ DEDUPLICATION_INTERVAL = 300
 RECEIVE_ATTEMPT_INTERVAL = 300
 MAX_FIFO_ID_LENGTH = 128
 DEDUPLICATION_SCOPES = ("queue", "messageGroup")
+#: How far the broker clock may step back (NTP, a resumed VM) without FIFO deduplication forgetting
+#: an id early: ids and receive attempts are kept this much longer than their 5-minute windows.
+MAX_CLOCK_STEP_BACK = 3_600
 DEFAULT_DEDUPLICATION_SCOPE = "queue"
 
 # Dead letters and message move tasks.
@@ -109,6 +113,20 @@ DEFAULT_DURABILITY = "full"
 DEFAULT_BUSY_TIMEOUT = 10.0
 #: New database files (and so their WAL) are readable by their owner only.
 DEFAULT_FILE_MODE = 0o600
+
+# The worker (durableq.Worker and `durableq worker`).
+DEFAULT_CONCURRENCY = 1
+MAX_CONCURRENCY = 1_024
+#: Seconds running handlers get to finish when the worker stops.
+DEFAULT_GRACE_PERIOD = 30.0
+MAX_GRACE_PERIOD = 86_400
+#: The longest retry back-off of the default back-off (2, 4, 8 ... seconds).
+MAX_BACKOFF = 900
+#: How often a waiting worker checks whether it was asked to stop (its long polls last this long).
+WORKER_STOP_CHECK = 1.0
+
+#: The latest time a broker clock may read: 9999-12-31 (seconds since the epoch).
+MAX_CLOCK = 253_402_300_799
 
 # Internal pacing; not part of the contract, but kept with the other numbers.
 #: How often an idle long poll looks for commits from other connections.

@@ -337,3 +337,29 @@ def test_a_fifo_move_task_returns_messages_to_their_groups(broker: durableq.Brok
     queue.delete(m1.receipt_handle)
     [m0] = queue.receive(10)
     assert (m0.body, m0.receive_count, m0.dead_letter_source) == ("m0", 1, None)
+
+
+def test_deduplication_remembers_ids_when_the_clock_steps_back(
+    dedup: durableq.Queue, clock: FakeClock
+) -> None:
+    first = dedup.send("once", group_id="g")
+    clock.advance(600)  # a clock that jumped ahead (or time that really passed)
+    [m] = dedup.receive()  # a receive sweeps what has expired by this clock
+    dedup.delete(m.receipt_handle)
+    clock.advance(-590)  # the clock steps back: 10 s after the first send
+    again = dedup.send("once", group_id="g")
+    assert (again.message_id, again.sequence_number) == (first.message_id, first.sequence_number)
+    assert dedup.stats().approximate_number_of_messages == 0
+
+
+def test_an_expired_in_flight_message_cannot_be_deleted_on_a_fifo_queue(
+    broker: durableq.Broker, clock: FakeClock
+) -> None:
+    queue = broker.create_queue(
+        "short.fifo", fifo=True, retention_period=60, content_based_deduplication=True
+    )
+    queue.send("x", group_id="g")
+    [m] = queue.receive(visibility_timeout=300)
+    clock.advance(61)  # expired while in flight; nothing swept it yet
+    with pytest.raises(durableq.ReceiptHandleIsInvalid):
+        queue.delete(m.receipt_handle)

@@ -217,6 +217,7 @@ def _fifo_ids_given(queue: QueueConfig, item: Outgoing) -> str:
         raise MissingParameter(f"group_id is required for every message sent to FIFO queue {queue.name!r}")
     if item.deduplication_id is None and not queue.content_based_deduplication:
         raise MissingParameter(
-            f"deduplication_id is required: FIFO queue {queue.name!r} does not use content-based deduplication"
+            f"deduplication_id is required: FIFO queue {queue.name!r} "
+            "does not use content-based deduplication"
         )
     return item.group_id

@@ -140,7 +140,8 @@ def trace_header(value: object) -> str:
         or not value.isascii()
     ):
         raise InvalidParameterValue(
-            f"trace_header must be 1 to {limits.MAX_TRACE_HEADER_LENGTH} printable ASCII characters; got {value!r}"
+            f"trace_header must be 1 to {limits.MAX_TRACE_HEADER_LENGTH} printable ASCII characters; "
+            f"got {value!r}"
         )
     return value
 

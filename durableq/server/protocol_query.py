@@ -69,7 +69,8 @@ NO_RESULT = frozenset(
         "UntagQueue",
     }
 )
-#: The deepest parameter name of the API: SendMessageBatchRequestEntry.1.MessageAttribute.1.Value.StringListValue.1.
+#: The deepest parameter name of the API:
+#: SendMessageBatchRequestEntry.1.MessageAttribute.1.Value.StringListValue.1.
 MAX_NAME_PARTS = 8
 # Parameters of the request itself, not of the action (SigV2 fields are ignored).
 _ENVELOPE = {

@@ -1,4 +1,5 @@
-"""Errors in SQS's own words and codes (durableq/server/wording.py), whole-request errors where SQS has them."""
+"""Errors in SQS's own words and codes (durableq/server/wording.py), and whole-request errors where SQS
+has them."""
 
 from __future__ import annotations
 
@@ -91,7 +92,8 @@ def test_message_errors(sqs: Any, queue_url: str) -> None:
     )
     assert sqs_error(lambda: sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=11)) == (
         "InvalidParameterValue",
-        "Value 11 for parameter MaxNumberOfMessages is invalid. Reason: Must be between 1 and 10, if provided.",
+        "Value 11 for parameter MaxNumberOfMessages is invalid. "
+        "Reason: Must be between 1 and 10, if provided.",
     )
 
 
@@ -155,7 +157,8 @@ def test_fifo_send_errors_refuse_the_whole_request(sqs: Any, fifo_url: str) -> N
     missing_group = ("MissingParameter", "The request must contain the parameter MessageGroupId.")
     missing_dedup = (
         "InvalidParameterValue",
-        "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly",
+        "The queue should either have ContentBasedDeduplication enabled "
+        "or MessageDeduplicationId provided explicitly",
     )
     assert sqs_error(lambda: sqs.send_message(QueueUrl=fifo_url, MessageBody="x")) == missing_group
     assert (

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import click
 
 from durableq import server
+from durableq.server import logs
 
 from .base import CommandFailed, db_path
 from .output import json_option
+
+_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
 @click.command()
@@ -18,7 +22,7 @@ from .output import json_option
     "--host",
     default=server.DEFAULT_HOST,
     show_default=True,
-    help="Address to listen on; anything but 127.0.0.1 opens the queues to the network.",
+    help="Address to listen on; anything but 127.0.0.1 opens the queues to the network (use --credentials).",
 )
 @click.option(
     "--port",
@@ -36,23 +40,60 @@ from .output import json_option
 )
 @click.option(
     "--credentials",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=_FILE,
     help="File of `ACCESS_KEY_ID SECRET` lines; requests must then carry a valid SigV4 signature.",
+)
+@click.option("--tls-cert", type=_FILE, help="PEM certificate: serve HTTPS (with --tls-key).")
+@click.option("--tls-key", type=_FILE, help="PEM private key of --tls-cert.")
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Another name clients may use in the Host header (repeatable; '*' for any, e.g. behind a proxy). "
+    "IP addresses, localhost and the --host name are always allowed.",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
+    default="info",
+    show_default=True,
+    help="Log level; at info, one access line per request.",
+)
+@click.option(
+    "--log-format",
+    type=click.Choice(logs.LOG_FORMATS),
+    default="text",
+    show_default=True,
+    help="Log lines on stderr as text or as JSON objects.",
 )
 @json_option
 def serve(
-    host: str, port: int, region: str, account_id: str, credentials: Path | None, as_json: bool
+    host: str,
+    port: int,
+    region: str,
+    account_id: str,
+    credentials: Path | None,
+    tls_cert: Path | None,
+    tls_key: Path | None,
+    allow_hosts: tuple[str, ...],
+    log_level: str,
+    log_format: str,
+    as_json: bool,
 ) -> None:
     """Serve the database as an SQS endpoint until Ctrl-C.
 
     Speaks AWS JSON 1.0 and the query protocol, and creates the database
     file if there is none. Prints the URL to point clients at (with --json,
-    as {"url": ..., "db": ...}):
+    as {"url": ..., "db": ...}). Requests from web browsers are refused.
+    Needs the server extra: pip install 'durableq[server]'.
 
     \b
       durableq serve --port 9324
       aws --endpoint-url http://127.0.0.1:9324 sqs list-queues
     """
+    if (tls_cert is None) != (tls_key is None):
+        raise CommandFailed("give both --tls-cert and --tls-key, or neither")
     try:
         keys = None if credentials is None else server.load_credentials(credentials)
     except ValueError as exc:
@@ -64,15 +105,27 @@ def serve(
         else:
             server.announce(running)
 
-    server.run(
-        db_path(),
-        host=host,
-        port=port,
-        region=region,
-        account_id=account_id,
-        credentials=keys,
-        on_ready=ready,
-    )
+    root = logging.getLogger()
+    level = root.level
+    output = logs.configure(log_level, log_format)
+    try:
+        server.run(
+            db_path(),
+            host=host,
+            port=port,
+            region=region,
+            account_id=account_id,
+            credentials=keys,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
+            allow_hosts=allow_hosts,
+            on_ready=ready,
+        )
+    except ImportError as exc:  # the server extra is missing: its message says how to install it
+        raise CommandFailed(str(exc)) from exc
+    finally:  # leave logging as it was (this matters when the CLI runs inside another program)
+        root.removeHandler(output)
+        root.setLevel(level)
 
 
 COMMANDS = [serve]

@@ -131,9 +131,22 @@ WORKER_STOP_CHECK = 1.0
 MAX_CLOCK = 253_402_300_799
 
 # Internal pacing; not part of the contract, but kept with the other numbers.
-#: How often an idle long poll looks for commits from other connections.
+#: Where the OS cannot tell of commits (no inotify), how often the WAL file's stamp is read while
+#: some receive waits (one thread per process and file does it for every waiter).
 LONG_POLL_INTERVAL = 0.008
-#: How soon a long poll looks again when the WAL moved but no commit shows yet.
-LONG_POLL_SETTLE = 0.001
+#: After the WAL was written, how often the change watcher asks SQLite whether the commit shows
+#: (it shows once its fsync is done): every 0.2 ms at first, less often as time passes (an eighth of
+#: the time since the write, up to 5 ms), for half a second at most.
+WATCH_SETTLE_STEP = 0.0002
+WATCH_SETTLE_MAX_STEP = 0.005
+WATCH_SETTLE_LIMIT = 0.5
+#: While some receive waits, the change watcher asks SQLite this often in any case (a safety net).
+WATCH_CONFIRM_INTERVAL = 1.0
+#: A waiting room wakes this long after the moment a message becomes visible (clock granularity).
+LONG_POLL_TIMER_MARGIN = 0.001
+#: With a clock of the caller's (tests), how often a waiting room reads it when a message is due.
+LONG_POLL_CLOCK_INTERVAL = 0.01
+#: A waiting room whose look failed (a busy file) looks again after this long.
+LONG_POLL_RETRY = 0.1
 #: Expired messages are swept from a queue at most this often (broker clock).
 RETENTION_SWEEP_INTERVAL = 1.0

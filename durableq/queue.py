@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
@@ -225,15 +226,31 @@ class Queue:
 
         With a wait time (this call's, else the queue's) the call waits until a
         message arrives or the time is up; an empty queue gives an empty list.
+        While it waits the thread sleeps: one watcher per process and file
+        wakes it when any process commits.
         """
-        validation.integer("max_messages", max_messages, 1, limits.MAX_MESSAGES_PER_RECEIVE, "messages")
-        if visibility_timeout is not None:
-            validation.integer("visibility_timeout", visibility_timeout, 0, limits.MAX_VISIBILITY_TIMEOUT)
-        if wait_time is not None:
-            validation.integer("wait_time", wait_time, 0, limits.MAX_RECEIVE_WAIT_TIME)
-        if attempt_id is not None:
-            validation.fifo_id("attempt_id", attempt_id)
+        _check_receive(max_messages, visibility_timeout, wait_time, attempt_id)
         return self._rt.receiver.receive(self._name, max_messages, visibility_timeout, wait_time, attempt_id)
+
+    async def receive_async(
+        self,
+        max_messages: int = limits.DEFAULT_MAX_MESSAGES,
+        *,
+        visibility_timeout: int | None = None,
+        wait_time: int | None = None,
+        attempt_id: str | None = None,
+        executor: Executor | None = None,
+    ) -> list[Message]:
+        """:meth:`receive` for asyncio: the same rules, and a long poll that holds no thread while it waits.
+
+        Each look at the database runs in ``executor`` (default: the loop's
+        default executor); the waiting itself is an asyncio event.  Cancelling
+        the call while it waits takes nothing from the queue.
+        """
+        _check_receive(max_messages, visibility_timeout, wait_time, attempt_id)
+        return await self._rt.receiver.receive_async(
+            self._name, max_messages, visibility_timeout, wait_time, attempt_id, executor
+        )
 
     def delete(self, receipt_handle: str) -> None:
         """Delete the message a receipt handle names."""
@@ -285,3 +302,15 @@ class Queue:
             return batch.each(
                 ids, lambda i: visibility.change(conn, catalog, self._name, rows[i][1], rows[i][2], now)
             )
+
+
+def _check_receive(
+    max_messages: int, visibility_timeout: int | None, wait_time: int | None, attempt_id: str | None
+) -> None:
+    validation.integer("max_messages", max_messages, 1, limits.MAX_MESSAGES_PER_RECEIVE, "messages")
+    if visibility_timeout is not None:
+        validation.integer("visibility_timeout", visibility_timeout, 0, limits.MAX_VISIBILITY_TIMEOUT)
+    if wait_time is not None:
+        validation.integer("wait_time", wait_time, 0, limits.MAX_RECEIVE_WAIT_TIME)
+    if attempt_id is not None:
+        validation.fifo_id("attempt_id", attempt_id)

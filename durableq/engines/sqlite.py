@@ -27,6 +27,7 @@ from ..errors import (
     InvalidParameterValue,
     NotADurableQDatabase,
 )
+from . import watch
 from .fileformat import APPLICATION_ID
 
 log = logging.getLogger(__name__)
@@ -114,6 +115,9 @@ class Database:
         self._lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
         self._closed = False
+        # The change watcher of this file, once a long poll asked for it (see watcher()).
+        self._watch: watch.Watcher | None = None
+        self._watch_key: tuple[int, int] | None = None
         _open_databases.add(self)
 
     # -- connections -------------------------------------------------------
@@ -138,10 +142,10 @@ class Database:
     @property
     def conn(self) -> sqlite3.Connection:
         """This thread's connection, opened on first use and closed when the thread ends."""
+        if self._closed:
+            raise DatabaseError(f"{self.path}: the broker is closed")
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            if self._closed:
-                raise DatabaseError(f"{self.path}: the broker is closed")
             conn = self.connect()
             self._local.conn = conn
             # Thread-local values die with their thread; so must the connection, or a
@@ -167,9 +171,25 @@ class Database:
         self._local = threading.local()
         self._connections = []
         self._lock = threading.Lock()
+        self._watch = self._watch_key = None  # nor its watcher thread, which did not come along
+
+    def watcher(self) -> watch.Watcher:
+        """The change watcher of this file (one per process and file, started on first use)."""
+        with self._lock:
+            if self._watch is None:
+                if self._closed:
+                    raise DatabaseError(f"{self.path}: the broker is closed")
+                self._watch_key, self._watch = watch.acquire(
+                    self.path, Path(f"{self.path}-wal"), lambda: _VersionProbe(self.connect())
+                )
+            return self._watch
 
     def close(self) -> None:
         self._closed = True
+        with self._lock:
+            key, self._watch, self._watch_key = self._watch_key, None, None
+        if key is not None:
+            watch.release(key)
         with self._lock:
             connections, self._connections = self._connections, []
         for conn in connections:
@@ -199,6 +219,7 @@ class Database:
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
         conn = self.conn
+        changes = conn.total_changes
         try:
             conn.execute(begin)
             yield conn
@@ -212,24 +233,8 @@ class Database:
         except BaseException:
             _rollback(conn)
             raise
-
-    def wal_stamp(self) -> tuple[int, int] | None:
-        """The WAL file's modification time and size: they change with every commit from any
-        process, and a ``stat`` costs a fraction of a statement.  A hint only (:meth:`data_version`
-        is the authority): two commits could in principle leave the same stamp."""
-        try:
-            info = os.stat(f"{self.path}-wal")
-        except OSError:
-            return None
-        return info.st_mtime_ns, info.st_size
-
-    def data_version(self) -> int:
-        """Changes whenever another connection commits (no table is read, but it is a statement)."""
-        try:
-            version: int = self.conn.execute("PRAGMA data_version").fetchone()[0]
-            return version
-        except sqlite3.Error as exc:
-            raise translate(exc, self.path, self.busy_timeout) from exc
+        if self._watch is not None and conn.total_changes != changes:
+            self._watch.committed()
 
 
 _open_databases: weakref.WeakSet[Database] = weakref.WeakSet()
@@ -252,19 +257,43 @@ class _Slot:
 class _Statement:
     """Context manager of :meth:`Database.statement` (a class: it is on every hot path)."""
 
-    __slots__ = ("_db",)
+    __slots__ = ("_changes", "_conn", "_db")
 
     def __init__(self, db: Database) -> None:
         self._db = db
 
     def __enter__(self) -> sqlite3.Connection:
-        return self._db.conn
+        self._conn = conn = self._db.conn
+        self._changes = conn.total_changes
+        return conn
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        # Each statement committed on its own: if any changed rows, waiters may want to look.
+        watcher = self._db._watch
+        if watcher is not None and self._conn.total_changes != self._changes:
+            watcher.committed()
         if isinstance(exc, sqlite3.Error):
             raise translate(exc, self._db.path, self._db.busy_timeout) from exc
         if isinstance(exc, UnicodeEncodeError):
             raise _unstorable(exc) from None
+
+
+class _VersionProbe:
+    """The change watcher's probe: ``PRAGMA data_version`` on a connection of its own, which
+    changes whenever any other connection, of any process, commits."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def __call__(self) -> int:
+        version: int = self._conn.execute("PRAGMA data_version").fetchone()[0]
+        return version
+
+    def close(self) -> None:
+        try:
+            self._conn.close()
+        except sqlite3.Error:  # pragma: no cover - closing is best effort
+            log.debug("closing the change probe failed", exc_info=True)
 
 
 def _rollback(conn: sqlite3.Connection) -> None:

@@ -1,18 +1,27 @@
 """Receiving: one atomic claim per attempt, dead-letter moves in the same
-transaction, and long polling that wakes on commits from any process."""
+transaction, and long polling that wakes on commits from any process.
+
+The long-poll rule is written once (:meth:`Receiver._steps`) and driven two
+ways: :meth:`Receiver.receive` blocks its thread on an event, and
+:meth:`Receiver.receive_async` awaits an asyncio event while its looks run in
+an executor.  Neither polls: the waiting rooms of ``durableq.ops.longpoll``
+wake a waiter when the file's change watcher reports a commit or a message
+becomes visible."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
+from concurrent.futures import Executor
 
-from .. import limits
 from ..engines.sqlite import Database
 from ..errors import OverLimit
 from ..types import Message
 from . import fifo, redrive, relocation
 from .counters import EMPTY_RECEIVES, RECEIVED, Counters
+from .longpoll import AsyncWaiter, Rooms, ThreadWaiter, Waiter
 from .messages import COLUMNS, claim_set, to_message
 from .queue_rows import Catalog, QueueConfig
 from .retention import Sweeper, expired_before, unexpired_sql
@@ -34,14 +43,17 @@ WHERE id IN (
   ORDER BY visible_at LIMIT {IN_FLIGHT_ROOM_SQL})
 RETURNING {COLUMNS}
 """
-_READY_STANDARD = f"SELECT EXISTS (SELECT 1 FROM messages WHERE {_HEAD_WHERE})"
-_READY_FIFO = "SELECT EXISTS (SELECT 1 FROM fifo_groups WHERE queue_id = :queue_id AND available_at <= :now)"
-_NEXT_STANDARD = "SELECT min(visible_at) FROM messages WHERE queue_id = ? AND visible_at > ?"
-_NEXT_FIFO = "SELECT min(available_at) FROM fifo_groups WHERE queue_id = ? AND available_at > ?"
+# A waiting room's look: how many are ready (up to :limit), and when the next one will be.
+_LOOK_STANDARD = f"""SELECT
+  (SELECT count(*) FROM (SELECT 1 FROM messages WHERE {_HEAD_WHERE} LIMIT :limit)),
+  (SELECT min(visible_at) FROM messages WHERE queue_id = :queue_id AND visible_at > :now)"""
+_LOOK_FIFO = """SELECT
+  (SELECT count(*) FROM (SELECT 1 FROM fifo_groups
+    WHERE queue_id = :queue_id AND available_at <= :now LIMIT :limit)),
+  (SELECT min(available_at) FROM fifo_groups WHERE queue_id = :queue_id AND available_at > :now)"""
 
-
-#: Ticks of an idle long poll between two reads of ``PRAGMA data_version``.
-_VERSION_EVERY = 20
+#: One step of a receive: the seconds it may wait for its waiter to be woken, or the result.
+Steps = Generator[float, None, list[Message]]
 
 
 class Receiver:
@@ -54,12 +66,15 @@ class Receiver:
         catalog: Catalog,
         sweeper: Sweeper,
         counters: Counters,
+        *,
+        real_clock: bool = True,
     ) -> None:
         self._db = db
         self._clock_ms = clock_ms
         self._catalog = catalog
         self._sweeper = sweeper
         self._counters = counters
+        self._rooms = Rooms(db.watcher, self._look, clock_ms, real_clock)
 
     def receive(
         self,
@@ -69,22 +84,88 @@ class Receiver:
         wait_time: int | None,
         attempt_id: str | None,
     ) -> list[Message]:
+        """Receive, blocking this thread (without polling) while it waits."""
+        waiter = ThreadWaiter(max_messages)
+        steps = self._steps(name, max_messages, visibility_timeout, wait_time, attempt_id, waiter)
+        try:
+            timeout = next(steps)
+            while True:
+                waiter.wait(timeout)
+                timeout = steps.send(None)
+        except StopIteration as done:
+            messages: list[Message] = done.value
+            return messages
+        finally:
+            steps.close()
+
+    async def receive_async(
+        self,
+        name: str,
+        max_messages: int,
+        visibility_timeout: int | None,
+        wait_time: int | None,
+        attempt_id: str | None,
+        executor: Executor | None,
+    ) -> list[Message]:
+        """Receive from a coroutine: each look runs in ``executor``; the waits hold no thread."""
+        loop = asyncio.get_running_loop()
+        waiter = AsyncWaiter(max_messages, loop)
+        steps = self._steps(name, max_messages, visibility_timeout, wait_time, attempt_id, waiter)
+        stepper = _Stepper(steps)
+        try:
+            while True:
+                done, value = await loop.run_in_executor(executor, stepper.step)
+                if done:
+                    return value  # type: ignore[return-value]
+                await waiter.wait(value)  # type: ignore[arg-type]
+        except BaseException:
+            stepper.abandon()  # cancelled (the client left, the server stops) or failed
+            raise
+
+    def waiting(self) -> int:
+        """How many receives of this broker wait now."""
+        return self._rooms.waiting()
+
+    def close(self) -> None:
+        """The broker closes: waiting rooms stop looking at the file."""
+        self._rooms.close()
+
+    def release(self) -> None:
+        """The file is closed: wake every waiting receive (each fails with "the broker is closed")."""
+        self._rooms.release()
+
+    def _steps(
+        self,
+        name: str,
+        max_messages: int,
+        visibility_timeout: int | None,
+        wait_time: int | None,
+        attempt_id: str | None,
+        waiter: Waiter,
+    ) -> Steps:
+        """The long-poll rule, once for every caller: look; if nothing came and the wait allows, wait in
+        the queue's room until admitted, look again, and so on until messages come or the deadline passes.
+        Each ``yield`` hands the caller the seconds left; the caller waits for ``waiter`` that long."""
         messages, queue = self._attempt(name, max_messages, visibility_timeout, attempt_id, wait_time)
         if messages:
             return messages
         wait = queue.receive_wait_time if wait_time is None else wait_time
-        deadline = time.monotonic() + wait
-        while wait:
-            # Read the version before looking: a commit after this read wakes _wait,
-            # one before it is seen by _ready.
-            version = self._db.data_version()
-            if self._ready(queue):
-                messages, queue = self._attempt(name, max_messages, visibility_timeout, attempt_id, wait)
-                if messages:
-                    return messages
-            if time.monotonic() >= deadline:
-                break
-            self._wait(version, deadline, self._next_visible(queue))
+        if wait:
+            deadline = time.monotonic() + wait
+            rooms = self._rooms
+            rooms.join(waiter, queue)  # the room looks once it holds the waiter: nothing slips between
+            try:
+                while (left := deadline - time.monotonic()) > 0:
+                    yield left
+                    if not rooms.admitted(waiter):
+                        continue  # the deadline passed, or a stale wake-up
+                    seen = rooms.generation()
+                    messages, queue = self._attempt(name, max_messages, visibility_timeout, attempt_id, wait)
+                    if messages:
+                        return messages
+                    rooms.back(waiter, queue, seen)
+            finally:
+                rooms.leave(waiter)
         self._counters.add(queue.name, self._clock_ms(), EMPTY_RECEIVES)
         return []
 
@@ -146,47 +227,39 @@ class Receiver:
             )
         return messages
 
-    def _ready(self, queue: QueueConfig) -> bool:
-        """A cheap read: could a claim find something now?  Saves taking the write lock."""
-        now = self._clock_ms()
-        params = {"queue_id": queue.id, "now": now}
+    def _look(self, queue: QueueConfig, limit: int) -> tuple[int, int | None]:
+        """A cheap read for a waiting room: how many could a claim find now (up to ``limit``),
+        and when the next delayed or in-flight one becomes visible (broker clock, ms)."""
+        params = {"queue_id": queue.id, "now": self._clock_ms(), "limit": limit}
         with self._db.statement() as conn:
-            (ready,) = conn.execute(_READY_FIFO if queue.fifo else _READY_STANDARD, params).fetchone()
-        return bool(ready)
+            ready, next_at = conn.execute(_LOOK_FIFO if queue.fifo else _LOOK_STANDARD, params).fetchone()
+        return ready, next_at
 
-    def _next_visible(self, queue: QueueConfig) -> int | None:
-        """When the next delayed or in-flight message becomes visible (broker clock, ms)."""
-        with self._db.statement() as conn:
-            wake_at: int | None = conn.execute(
-                _NEXT_FIFO if queue.fifo else _NEXT_STANDARD, (queue.id, self._clock_ms())
-            ).fetchone()[0]
-        return wake_at
 
-    def _wait(self, version: int, deadline: float, wake_at: int | None) -> None:
-        """Sleep until another connection commits, the broker clock reaches ``wake_at``, or the deadline.
+class _Stepper:
+    """Runs the steps of an async receive in executor threads, and closes them however the receive ends."""
 
-        Every tick looks at the WAL file's stamp (a ``stat``), and every few ticks
-        asks SQLite itself (``PRAGMA data_version``), so an idle poller costs little
-        and a commit the stamp could miss still wakes it within a fraction of a second.
-        A stamp that moved before the commit shows (its frames are written first)
-        makes the next look come sooner instead of a whole tick later.
-        """
-        db = self._db
-        stamp = db.wal_stamp()
-        ticks = 0
-        pause = limits.LONG_POLL_INTERVAL
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or (wake_at is not None and self._clock_ms() >= wake_at):
-                return
-            time.sleep(min(pause, remaining))
-            ticks += 1
-            current = db.wal_stamp()
-            moved = current != stamp
-            if (moved or ticks % _VERSION_EVERY == 0) and db.data_version() != version:
-                return
-            stamp = current
-            pause = limits.LONG_POLL_SETTLE if moved else limits.LONG_POLL_INTERVAL
+    __slots__ = ("_abandoned", "_steps")
+
+    def __init__(self, steps: Steps) -> None:
+        self._steps = steps
+        self._abandoned = False
+
+    def step(self) -> tuple[bool, float | list[Message]]:
+        try:
+            result: tuple[bool, float | list[Message]] = (False, next(self._steps))
+        except StopIteration as done:
+            return True, done.value
+        if self._abandoned:  # abandoned while this step ran: nobody will resume it
+            self._steps.close()
+        return result
+
+    def abandon(self) -> None:
+        self._abandoned = True  # first: a step running now closes the steps itself when it ends
+        try:
+            self._steps.close()  # runs the generator's clean-up: leaves the room
+        except ValueError:
+            pass  # "generator already executing": that step closes it
 
 
 def _claim_standard(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from .. import limits
@@ -21,7 +22,9 @@ class Runtime:
         self.catalog = Catalog()
         self.counters = Counters(db)
         self.sweeper = Sweeper(self.counters)
-        self.receiver = Receiver(db, self.now_ms, self.catalog, self.sweeper, self.counters)
+        self.receiver = Receiver(
+            db, self.now_ms, self.catalog, self.sweeper, self.counters, real_clock=clock is time.time
+        )
         self.moves = MoveTasks(db, self.now_ms, self.counters)
 
     def now_ms(self) -> int:
@@ -41,7 +44,9 @@ class Runtime:
 
     def close(self) -> None:
         try:
+            self.receiver.close()  # no more looks for waiting receives
             self.moves.close()
             self.counters.close()  # writes the last counts: may fail on a full disk
         finally:
             self.db.close()  # whatever happened, let go of the file
+            self.receiver.release()  # waiting receives wake and fail with "closed"

@@ -8,61 +8,75 @@
 ``run(...)`` serves until SIGINT or SIGTERM, for a main program; the
 ``durableq serve`` command and ``python -m durableq.server`` call it.  Both
 speak AWS JSON 1.0 and the query protocol, and every SQS rule is the
-library's: the server only translates.
+library's: the server only translates.  It is an ASGI application
+(``app.py``) run by uvicorn; it needs the ``server`` extra
+(``pip install 'durableq[server]'``).
 """
 
 from __future__ import annotations
 
+import ipaddress
+import logging
 import os
 import signal
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import durableq
 
-from .app import MAX_CONNECTIONS, MAX_REQUEST_BYTES, SQSServer
+from .settings import (
+    DEFAULT_ACCOUNT_ID,
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    DEFAULT_REGION,
+    MAX_CONNECTIONS,
+    MAX_REQUEST_BYTES,
+    Bounds,
+)
 from .sigv4 import load_credentials
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 9324
-DEFAULT_REGION = "us-east-1"
-DEFAULT_ACCOUNT_ID = "000000000000"
+if TYPE_CHECKING:
+    from .runner import Runner
+
+log = logging.getLogger(__name__)
 
 Credentials = str | os.PathLike[str] | Mapping[str, str] | None
+#: What to run when the server's dependencies are missing.
+INSTALL_HINT = "pip install 'durableq[server]'"
+#: Event loops :func:`serve` can run on ("auto": uvloop when installed).
+LOOPS = ("auto", "asyncio", "uvloop")
+_BACKLOG = 2_048
 
 
 class Server:
     """A running endpoint: ``url`` to give clients, ``shutdown()`` to stop it and close the file."""
 
-    def __init__(self, http: SQSServer, broker: durableq.Broker) -> None:
-        self._http = http
+    def __init__(self, url: str, broker: durableq.Broker, runner: Runner) -> None:
+        self._url = url
         self._broker = broker
-        self._thread: threading.Thread | None = None
+        self._runner: Runner | None = runner
 
     @property
     def url(self) -> str:
-        return self._http.url
+        return self._url
 
     @property
     def db(self) -> Path:
         return self._broker.path
 
-    def _start(self) -> Server:
-        self._thread = threading.Thread(target=self._http.serve_forever, name="durableq-server", daemon=True)
-        self._thread.start()
-        return self
-
     def shutdown(self) -> None:
-        """Stop serving, then close the port and the database (requests still running get an error)."""
-        if self._thread is not None:
-            self._http.shutdown()
-            self._thread.join()
-            self._thread = None
-        self._http.server_close()
-        self._broker.close()
+        """Stop serving, then close the port and the database.
+
+        Waiting long polls end at once (empty); other running requests get
+        ``Bounds.shutdown_grace`` seconds to finish.
+        """
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            runner.stop()
+            self._broker.close()
 
     def __enter__(self) -> Server:
         return self
@@ -82,6 +96,11 @@ def serve(
     account_id: str = DEFAULT_ACCOUNT_ID,
     credentials: Credentials = None,
     durability: str = "full",
+    tls_cert: str | os.PathLike[str] | None = None,
+    tls_key: str | os.PathLike[str] | None = None,
+    allow_hosts: Iterable[str] = (),
+    bounds: Bounds | None = None,
+    loop: str = "auto",
 ) -> Server:
     """Open the database, bind the port (0 picks a free one) and serve in a background thread.
 
@@ -89,16 +108,49 @@ def serve(
     mapping of access key id to secret; with it, every request must carry a
     valid SigV4 signature no older than 15 minutes.  Without it, anyone who
     can reach the port may use every queue: keep the default 127.0.0.1.
+    ``tls_cert``/``tls_key`` (PEM files) serve HTTPS.  ``allow_hosts`` are
+    extra names the Host header may carry (see ``guard.py``; ``"*"`` for any).
     """
+    try:
+        from .runner import start  # uvicorn is imported only when a server starts
+    except ImportError as exc:
+        raise ImportError(
+            f"the SQS endpoint needs {exc.name or 'uvicorn'}, which is not installed; install the server "
+            f"extra with: {INSTALL_HINT}",
+            name=exc.name,
+        ) from exc
+
     if credentials is not None and not isinstance(credentials, Mapping):
         credentials = load_credentials(credentials)
+    if (tls_cert is None) != (tls_key is None):
+        raise ValueError("give both tls_cert and tls_key, or neither")
+    if loop not in LOOPS:
+        raise ValueError(f"loop must be one of {', '.join(LOOPS)}; got {loop!r}")
+    if credentials is None and not _is_loopback(host):
+        log.warning(
+            "serving %s on %s without credentials: anyone who can reach the port can read, send and delete "
+            "messages; give --credentials (and --tls-cert/--tls-key), or bind 127.0.0.1",
+            db,
+            host,
+        )
     broker = durableq.open(db, durability=durability)
     try:
-        http = SQSServer((host, port), broker, region=region, account_id=account_id, credentials=credentials)
+        url, runner = start(
+            broker,
+            host=host,
+            port=port,
+            region=region,
+            account_id=account_id,
+            credentials=credentials,
+            tls=None if tls_cert is None or tls_key is None else (tls_cert, tls_key),
+            allow_hosts=allow_hosts,
+            bounds=bounds or Bounds(),
+            loop=loop,
+        )
     except BaseException:
         broker.close()
         raise
-    return Server(http, broker)._start()
+    return Server(url, broker, runner)
 
 
 def announce(server: Server) -> None:
@@ -125,13 +177,24 @@ def run(
             signal.signal(sig, handler)
 
 
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 __all__ = [
     "DEFAULT_ACCOUNT_ID",
     "DEFAULT_HOST",
     "DEFAULT_PORT",
     "DEFAULT_REGION",
+    "LOOPS",
     "MAX_CONNECTIONS",
     "MAX_REQUEST_BYTES",
+    "Bounds",
     "Server",
     "announce",
     "load_credentials",

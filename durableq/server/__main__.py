@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import logging
 
-from . import DEFAULT_ACCOUNT_ID, DEFAULT_HOST, DEFAULT_PORT, DEFAULT_REGION, run
+from . import DEFAULT_ACCOUNT_ID, DEFAULT_HOST, DEFAULT_PORT, DEFAULT_REGION, LOOPS, logs, run
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -17,11 +16,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--account-id", default=DEFAULT_ACCOUNT_ID)
     parser.add_argument("--credentials", help="file of `ACCESS_KEY_ID SECRET` lines: require SigV4")
     parser.add_argument("--durability", choices=("full", "normal"), default="full")
-    parser.add_argument("--log-level", default="WARNING")
-    args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    parser.add_argument("--tls-cert", help="PEM certificate file: serve HTTPS (with --tls-key)")
+    parser.add_argument("--tls-key", help="PEM private key file of --tls-cert")
+    parser.add_argument(
+        "--allow-host", action="append", default=[], help="another name the Host header may carry ('*': any)"
     )
+    parser.add_argument("--loop", choices=LOOPS, default="auto")
+    parser.add_argument("--log-level", default="WARNING")
+    parser.add_argument("--log-format", choices=logs.LOG_FORMATS, default="text")
+    args = parser.parse_args(argv)
+    logs.configure(args.log_level, args.log_format)
     run(
         args.db,
         host=args.host,
@@ -30,6 +34,10 @@ def main(argv: list[str] | None = None) -> None:
         account_id=args.account_id,
         credentials=args.credentials,
         durability=args.durability,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        allow_hosts=args.allow_host,
+        loop=args.loop,
     )
 
 

@@ -1,173 +1,225 @@
-"""The HTTP server: reads a request, picks its protocol, checks its signature, runs its action.
+"""The ASGI application uvicorn runs: reads a request within its bounds, answers it, logs it.
 
-Every request is one library call (or a few), each in its own transaction;
-a long poll waits in its own thread and holds up no other request.  Threads
-serving connections are reused (see :class:`_Workers`): the library keeps one
-SQLite connection per thread, so the number of threads bounds the number of
-open connections however many clients come and go.
+Everything that calls the library runs in the bounded pool (``pool.py``); the
+event loop only reads and writes HTTP, applies the browser rules
+(``guard.py``) and awaits long polls, which hold no thread while they wait.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
-import queue
-import threading
 import time
-import uuid
-from collections.abc import Callable, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-import durableq
 from durableq.errors import DurableQError
 
-from . import errors, protocol_json, protocol_query, sigv4
-from .actions import ACTIONS, Call
-from .params import Params
-from .urls import Endpoint
-from .wire import Request, Response, WireProtocol
+from . import errors, guard
+from .dispatch import Dispatcher, Exchange, PendingReceive, error, protocol_of
+from .pool import BoundedPool, PoolBusy
+from .settings import Bounds
+from .wire import Headers, Request, Response
 
-log = logging.getLogger(__name__)
+access_log = logging.getLogger("durableq.server.access")
 
-#: Bodies over this many bytes are refused (413).  A 1 MiB message (the most
-#: a queue allows) takes at most about 3 MiB once JSON- or form-encoded.
-MAX_REQUEST_BYTES = 4 * 1024 * 1024
-#: Threads serving connections (and so SQLite connections) at the most.
-MAX_CONNECTIONS = 128
-#: A keep-alive connection idle this long is closed (clients reconnect on their own).
-IDLE_TIMEOUT = 60.0
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
 
-
-class _Workers:
-    """Daemon threads that serve connections, started on demand up to a limit and then reused."""
-
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
-        self._jobs: queue.SimpleQueue[tuple[Callable[..., None], tuple[Any, ...]]] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._started = 0
-        self._idle = 0
-
-    def submit(self, job: Callable[..., None], *args: Any) -> None:
-        with self._lock:
-            if self._idle == 0 and self._started < self._limit:
-                self._started += 1
-                threading.Thread(
-                    target=self._work, name=f"durableq-http-{self._started}", daemon=True
-                ).start()
-            else:
-                self._idle -= 1  # this job will wake an idle worker (or wait for the next one free)
-        self._jobs.put((job, args))
-
-    def _work(self) -> None:
-        while True:
-            job, args = self._jobs.get()
-            try:
-                job(*args)
-            finally:
-                with self._lock:
-                    self._idle += 1
+HEALTH_PATH = "/health"
 
 
-class SQSServer(ThreadingHTTPServer):
-    """An SQS endpoint over one durableq broker."""
+class ClientGone(Exception):
+    """The client closed the connection before its request was read."""
 
-    request_queue_size = 128  # connections waiting to be accepted (socketserver's default is 5)
+
+class SQSApp:
+    """An ASGI 3 application: the SQS endpoint over one broker."""
 
     def __init__(
         self,
-        address: tuple[str, int],
-        broker: durableq.Broker,
-        *,
-        region: str,
-        account_id: str,
-        credentials: Mapping[str, str] | None,
+        dispatcher: Dispatcher,
+        pool: BoundedPool,
+        hosts: guard.HostRule,
+        bounds: Bounds,
+        connections: Callable[[], int] = lambda: 0,
     ) -> None:
-        super().__init__(address, _Handler)
-        self.broker = broker
-        self.region = region
-        self.account_id = account_id
-        self.credentials = dict(credentials) if credentials else None
-        self._workers = _Workers(MAX_CONNECTIONS)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        self._workers.submit(self.process_request_thread, request, client_address)
+        self._dispatcher = dispatcher
+        self._pool = pool
+        self._hosts = hosts
+        self._bounds = bounds
+        self._connections = connections
+        self._polls: set[asyncio.Task[list[Any]]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
-    def url(self) -> str:
-        host, port = self.server_address[:2]
-        return f"http://{host!s}:{port}"
+    def waiting_receives(self) -> int:
+        return len(self._polls)
 
-    def handle(self, request: Request) -> Response:
-        """The response to one request, errors included; never raises."""
-        request_id = str(uuid.uuid4())
-        protocol: WireProtocol = protocol_json if protocol_json.handles(request) else protocol_query
+    def stop_waiting(self) -> None:
+        """End every waiting long poll now, empty (thread-safe; for shutdown)."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(lambda: [task.cancel() for task in list(self._polls)])
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return  # no lifespan events (uvicorn runs with lifespan off), no websockets
+        self._loop = asyncio.get_running_loop()
+        started = time.perf_counter()
+        exchange = Exchange()
+        headers = Headers.from_asgi(scope["headers"])
+        response = await self._respond(scope, headers, receive, exchange)
+        exchange.status = response.status
+        await send(
+            {
+                "type": "http.response.start",
+                "status": response.status,
+                "headers": [
+                    *(
+                        (name.encode("latin-1"), value.encode("latin-1"))
+                        for name, value in response.headers.items()
+                    ),
+                    (b"content-length", str(len(response.body)).encode("latin-1")),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": response.body})
+        if access_log.isEnabledFor(logging.INFO):
+            _log(scope, exchange, time.perf_counter() - started)
+
+    async def _respond(
+        self, scope: Scope, headers: Headers, receive: Receive, exchange: Exchange
+    ) -> Response:
+        method: str = scope["method"]
+        path = scope.get("raw_path", b"").decode("latin-1") or scope["path"]
+        query = scope.get("query_string", b"").decode("latin-1")
+        protocol = protocol_of(Request(method, path, query, headers, b""))
         try:
-            if self.credentials is not None:
-                sigv4.verify(request, self.credentials, time.time())
-            action, members = protocol.parse(request)
-            run = ACTIONS.get(action)
-            if run is None:
-                raise errors.unknown_action(action)
-            if request.path.strip("/") and "QueueUrl" not in members:
-                members["QueueUrl"] = request.path  # older SDKs post to the queue's URL instead
-            endpoint = Endpoint(self.region, self.account_id, request.headers.get("Host") or self.url[7:])
-            return protocol.result(action, run(Call(self.broker, endpoint, Params(members))), request_id)
-        except errors.WireError as exc:
-            return protocol.error(exc, request_id)
+            guard.check_browser(headers, self._hosts)
+            if path == HEALTH_PATH and method == "GET":
+                return await self._health()
+            if method not in ("GET", "POST"):
+                raise errors.WireError(
+                    "MethodNotAllowed", f"the endpoint takes GET and POST, not {method[:20]}", status=405
+                )
+            body = await self._read_body(headers, receive) if method == "POST" else b""
+            request = Request(method, path, query, headers, body)
+            outcome: Response | PendingReceive = await self._run(self._dispatcher.handle, request, exchange)
+            if isinstance(outcome, PendingReceive):
+                return await self._receive(outcome, receive)
+            return outcome
+        except ClientGone:
+            exchange.code = "ClientGone"
+            return Response(499, b"")  # nobody reads it; the access log shows what happened
+        except BaseException as exc:  # noqa: BLE001 - error() answers every error (and re-raises cancellation)
+            response = error(protocol, _as_wire(exc), exchange)
+            if response.status in (408, 413):  # the body was not read: this connection cannot go on
+                response.headers["Connection"] = "close"
+            return response
+
+    async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+
+    async def _read_body(self, headers: Headers, receive: Receive) -> bytes:
+        limit = self._bounds.max_request_bytes
+        length = headers.get("Content-Length")
+        if length is not None and length.isdecimal() and int(length) > limit:
+            raise _too_large(limit)
+        chunks, size = [], 0
+        try:
+            async with asyncio.timeout(self._bounds.body_timeout):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        raise ClientGone
+                    chunk: bytes = message.get("body", b"")
+                    size += len(chunk)
+                    if size > limit:
+                        raise _too_large(limit)
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        return b"".join(chunks)
+        except TimeoutError:
+            raise errors.WireError(
+                "RequestTimeout",
+                f"the request body did not arrive within {self._bounds.body_timeout:g} seconds",
+                status=408,
+            ) from None
+
+    async def _receive(self, pending: PendingReceive, receive: Receive) -> Response:
+        """Await a receive; a client that hangs up or a server that stops ends it without taking messages."""
+        poll = asyncio.ensure_future(pending.queue.receive_async(**pending.keywords, executor=self._pool))
+        self._polls.add(poll)
+        # The body is read: the next ASGI message is the disconnect, whenever it comes.
+        gone = asyncio.ensure_future(receive())
+        try:
+            await asyncio.wait((poll, gone), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._polls.discard(poll)
+            gone.cancel()
+        if not poll.done():
+            poll.cancel()  # the client left while the poll waited: nothing was taken
+            raise ClientGone
+        if poll.cancelled():
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise asyncio.CancelledError  # this request itself is being cancelled
+            return pending.respond([])  # the server stops: an empty answer, as at the deadline
+        try:
+            messages = poll.result()
         except DurableQError as exc:
-            return protocol.error(errors.from_library(exc), request_id)
-        except Exception as exc:  # noqa: BLE001 - a bug: answer 500 and keep serving
-            return protocol.error(errors.internal(exc), request_id)
+            raise pending.failed(exc) from exc
+        return pending.respond(messages)
+
+    async def _health(self) -> Response:
+        """``GET /health``: the process serves and its pool takes work (for process managers)."""
+        await self._run(int)  # a no-op through the pool: 503 if it is full
+        body = {
+            "status": "ok",
+            "connections": self._connections(),
+            "waiting_receives": len(self._polls),
+            "pool_outstanding": self._pool.outstanding,
+        }
+        return Response(200, json.dumps(body).encode(), {"Content-Type": "application/json"})
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: SQSServer
-    protocol_version = "HTTP/1.1"  # keep-alive: SDKs reuse their connections
-    timeout = IDLE_TIMEOUT
-    # Headers and body go out in two writes; with Nagle's algorithm the second waits
-    # for the client's delayed ACK (40 ms a request).
-    disable_nagle_algorithm = True
+def _as_wire(exc: BaseException) -> BaseException:
+    if isinstance(exc, PoolBusy):
+        return errors.service_unavailable("the server is at its limit of pending work; retry the request")
+    return exc
 
-    def do_POST(self) -> None:
-        length = self.headers.get("Content-Length")
-        if length is None or not length.isdigit():
-            self._refuse(411, "LengthRequired", "the request needs a Content-Length header")
-            return
-        if int(length) > MAX_REQUEST_BYTES:
-            self._refuse(
-                413, "RequestEntityTooLarge", f"request bodies are limited to {MAX_REQUEST_BYTES} bytes"
-            )
-            return
-        self._serve(self.rfile.read(int(length)))
 
-    def do_GET(self) -> None:
-        self._serve(b"")
+def _too_large(limit: int) -> errors.WireError:
+    return errors.WireError(
+        "RequestEntityTooLarge", f"request bodies are limited to {limit} bytes", status=413
+    )
 
-    def _serve(self, body: bytes) -> None:
-        path, _, query = self.path.partition("?")
-        request = Request(self.command, path, query, self.headers, body)
-        self._send(self.server.handle(request))
 
-    def _refuse(self, status: int, code: str, message: str) -> None:
-        self.close_connection = True  # the unread body would be taken for the next request
-        request = Request(self.command, self.path, "", self.headers, b"")
-        protocol: WireProtocol = protocol_json if protocol_json.handles(request) else protocol_query
-        self._send(protocol.error(errors.WireError(code, message, status=status), str(uuid.uuid4())))
-
-    def _send(self, response: Response) -> None:
-        self.send_response(response.status)
-        for name, value in response.headers.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(response.body)))
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        try:
-            self.wfile.write(response.body)
-        except (TimeoutError, BrokenPipeError, ConnectionResetError):
-            self.close_connection = True  # the client left (a long poll it gave up on)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        if log.isEnabledFor(logging.DEBUG):  # one line a request: format it only when it is wanted
-            log.debug("%s %s", self.address_string(), format % args)
+def _log(scope: Scope, exchange: Exchange, seconds: float) -> None:
+    client = scope.get("client")
+    access_log.info(
+        "%s %s %s %s %d %.1fms %s",
+        f"{client[0]}:{client[1]}" if client else "-",
+        scope["method"],
+        exchange.action,
+        exchange.queue,
+        exchange.status,
+        seconds * 1000,
+        exchange.code or "-",
+        extra={
+            "access": {
+                "client": client[0] if client else None,
+                "method": scope["method"],
+                "action": exchange.action,
+                "queue": exchange.queue,
+                "status": exchange.status,
+                "duration_ms": round(seconds * 1000, 3),
+                "error": exchange.code or None,
+                "request_id": exchange.request_id,
+            }
+        },
+    )

@@ -10,10 +10,13 @@ the shape (``client.exceptions.QueueDoesNotExist``) and puts the legacy code in
 from __future__ import annotations
 
 import logging
+import re
+from typing import TYPE_CHECKING
 
 from durableq import errors
 
-from .wording import Worded
+if TYPE_CHECKING:  # wording imports the attribute table, whose URLs raise WireError
+    from .wording import Worded
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +38,11 @@ _MODELED: dict[str, tuple[str, int]] = {
 }
 
 
+# Characters XML 1.0 cannot hold (and lone surrogates, which no UTF-8 can): a message that repeats
+# a client's bad input must still render in both protocols.
+_UNPRINTABLE = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
 class WireError(Exception):
     """An error as a client sees it: ``shape`` (JSON ``__type``), ``code`` (query code), HTTP ``status``."""
 
@@ -48,6 +56,7 @@ class WireError(Exception):
         sender: bool = True,
         query_message: str | None = None,
     ) -> None:
+        message = _UNPRINTABLE.sub("?", message)
         super().__init__(message)
         self.shape = shape
         self.code = code or shape
@@ -67,13 +76,18 @@ def legacy_code(shape: str) -> str:
 
 
 def from_library(exc: errors.DurableQError) -> WireError:
-    """The SQS error for a durableq error; database trouble is the server's fault, not the client's."""
+    """The SQS error for a durableq error; database trouble is the server's fault, not the client's.
+
+    The server's own trouble is told in SQS terms only: the file's path and
+    SQLite's words go to the server's log, never to a client.
+    """
     if isinstance(exc, errors.DatabaseLocked):
         # 503 makes SDKs retry with back-off, which is what a busy file wants.
-        return WireError("ServiceUnavailable", exc.message, status=503, sender=False)
+        log.warning("database busy: %s", exc.message)
+        return service_unavailable("the queue database is busy; retry the request")
     if isinstance(exc, errors.DatabaseError):
         log.error("database error: %s", exc.message)
-        return WireError("InternalFailure", exc.message, status=500, sender=False)
+        return internal_error()
     code, status = _MODELED.get(exc.code, (exc.code, 400))
     return WireError(exc.code, exc.message, code=code, status=status)
 
@@ -90,10 +104,22 @@ def from_action(exc: errors.DurableQError, worded: Worded) -> WireError:
 
 def internal(exc: BaseException) -> WireError:
     """A bug: logged with its traceback, reported without it."""
-    log.exception("unexpected error while serving a request")
+    log.error("unexpected error while serving a request", exc_info=exc)
+    return internal_error()
+
+
+def internal_error() -> WireError:
     return WireError(
-        "InternalFailure", f"unexpected {type(exc).__name__} (see the server log)", status=500, sender=False
+        "InternalFailure",
+        "the server could not complete the request; its log has the details",
+        code="InternalError",
+        status=500,
+        sender=False,
     )
+
+
+def service_unavailable(message: str) -> WireError:
+    return WireError("ServiceUnavailable", message, status=503, sender=False)
 
 
 def unknown_action(action: str) -> WireError:

@@ -17,7 +17,7 @@ from durableq import Attribute, Message
 from durableq.errors import InvalidParameterValue
 from durableq.ops.attributes import md5_of_attributes
 
-from .params import Params
+from .params import Params, shown
 from .urls import Endpoint
 
 #: The one message system attribute SQS lets a sender set.
@@ -47,13 +47,24 @@ def attributes_in(values: Mapping[str, Any]) -> dict[str, Attribute]:
         data_type = value.get("DataType") or ""
         if not isinstance(data_type, str):
             raise InvalidParameterValue(
-                f"message attribute {name!r} has DataType {data_type!r}; it must be text"
+                f"message attribute {name!r} has DataType {shown(data_type)}; it must be text"
             )
         if data_type.startswith("Binary"):
             result[name] = Attribute(data_type, _base64(name, value.get("BinaryValue")))
         else:
-            result[name] = Attribute(data_type, value.get("StringValue") or "")
+            result[name] = Attribute(
+                data_type, _text(f"message attribute {name!r}", value.get("StringValue"))
+            )
     return result
+
+
+def _text(what: str, value: object) -> str:
+    """A StringValue: text (missing is empty: the library says a value is needed)."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InvalidParameterValue(f"{what} has a StringValue that is not a string: {shown(value)}")
+    return value
 
 
 def trace_header_in(values: Mapping[str, Any]) -> str | None:
@@ -68,7 +79,9 @@ def trace_header_in(values: Mapping[str, Any]) -> str | None:
     value = values[TRACE_HEADER]
     if not isinstance(value, Mapping) or value.get("DataType") != "String":
         raise InvalidParameterValue(f"{TRACE_HEADER} must have DataType String and a StringValue")
-    header: str | None = value.get("StringValue")
+    header = value.get("StringValue")
+    if header is not None and not isinstance(header, str):
+        raise InvalidParameterValue(f"{TRACE_HEADER} has a StringValue that is not a string: {shown(header)}")
     return header
 
 

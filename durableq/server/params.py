@@ -6,10 +6,23 @@ number, a list); every SQS rule about the values is the library's.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from durableq.errors import InvalidParameterValue, MissingParameter
+
+# A whole number as text: ASCII digits only ("²" is a digit to str.isdigit, not to int), one sign,
+# and no more digits than any SQS number needs (int() refuses over 4,300 with a ValueError).
+_WHOLE_NUMBER = re.compile(r"[+-]?[0-9]{1,19}")
+#: How much of a bad value an error message repeats.
+SHOWN = 100
+
+
+def shown(value: object) -> str:
+    """A bad value as an error message repeats it: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= SHOWN else f"{text[:SHOWN]}… ({len(text)} characters)"
 
 
 class Params:
@@ -32,7 +45,7 @@ class Params:
     def text(self, name: str, *, required: bool = False) -> str | None:
         value = self.raw(name, required=required)
         if value is not None and not isinstance(value, str):
-            raise InvalidParameterValue(f"parameter {name} must be a string; got {value!r}")
+            raise InvalidParameterValue(f"parameter {name} must be a string; got {shown(value)}")
         return value
 
     def required(self, name: str) -> str:
@@ -46,7 +59,7 @@ class Params:
         values = self._list(name)
         for value in values:
             if not isinstance(value, str):
-                raise InvalidParameterValue(f"parameter {name} must be a list of strings; got {value!r}")
+                raise InvalidParameterValue(f"parameter {name} must be a list of strings; got {shown(value)}")
         return values
 
     def mapping(self, name: str) -> dict[str, Any]:
@@ -54,7 +67,7 @@ class Params:
         if value is None:
             return {}
         if not isinstance(value, Mapping):
-            raise InvalidParameterValue(f"parameter {name} must be a map; got {value!r}")
+            raise InvalidParameterValue(f"parameter {name} must be a map; got {shown(value)}")
         return dict(value)
 
     def entries(self, name: str) -> list[Params]:
@@ -65,7 +78,7 @@ class Params:
         if value is None:
             return []
         if not isinstance(value, list):
-            raise InvalidParameterValue(f"parameter {name} must be a list; got {value!r}")
+            raise InvalidParameterValue(f"parameter {name} must be a list; got {shown(value)}")
         return value
 
 
@@ -73,9 +86,9 @@ def to_int(name: str, value: object, error: type[Exception] = InvalidParameterVa
     """A whole number from JSON (an int) or the query protocol (decimal text)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+    if isinstance(value, str) and _WHOLE_NUMBER.fullmatch(value.strip()):
         return int(value)
-    raise error(f"value {value!r} for parameter {name} is invalid: it must be a whole number")
+    raise error(f"value {shown(value)} for parameter {name} is invalid: it must be a whole number")
 
 
 def to_bool(name: str, value: object, error: type[Exception] = InvalidParameterValue) -> bool:
@@ -84,4 +97,4 @@ def to_bool(name: str, value: object, error: type[Exception] = InvalidParameterV
         return value
     if isinstance(value, str) and value.lower() in ("true", "false"):
         return value.lower() == "true"
-    raise error(f"value {value!r} for {name} is invalid: it must be true or false")
+    raise error(f"value {shown(value)} for {name} is invalid: it must be true or false")

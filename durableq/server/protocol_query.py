@@ -87,15 +87,20 @@ _ENVELOPE = {
 def parse(request: Request) -> tuple[str, dict[str, Any]]:
     """The action and its members, from the URL's query string and the form body."""
     try:
-        pairs = parse_qsl(request.query, keep_blank_values=True)
+        # errors="strict": "%FF%FE" is refused, not stored as U+FFFD.
+        pairs = parse_qsl(request.query, keep_blank_values=True, errors="strict")
         if request.body:
-            pairs += parse_qsl(request.body.decode("utf-8"), keep_blank_values=True, strict_parsing=True)
+            pairs += parse_qsl(
+                request.body.decode("utf-8"), keep_blank_values=True, strict_parsing=True, errors="strict"
+            )
     except (UnicodeDecodeError, ValueError) as exc:
         raise WireError("MalformedQueryString", f"the request is not a form-encoded query: {exc}") from exc
     action = dict(pairs).get("Action")
     if not action:
         raise WireError("MissingAction", "the request names no Action")
     members = _shape(_nest([(k, v) for k, v in pairs if k not in _ENVELOPE]))
+    if not isinstance(members, dict):  # only numbered names ("1=x"): no parameter of any action
+        raise WireError("MalformedQueryString", "the request's parameters must be named, not only numbered")
     if action == "CreateQueue" and "Tags" in members:
         members["tags"] = members.pop("Tags")  # CreateQueue's member is lower-case, TagQueue's is not
     return action, members
@@ -127,11 +132,13 @@ def _shape(node: Any) -> Any:
         for key, value in node.items()
         if not (value == "" and (key in _MEMBERS or key in _LIST_MEMBERS))
     }
-    if not node or not all(key.isdigit() for key in node):
+    if not node or not all(key.isascii() and key.isdigit() for key in node):  # "²".isdigit() too
         return node
     items = [node[key] for key in sorted(node, key=int)]
     if all(
-        isinstance(i, dict) and ("Name" in i or "Key" in i) and set(i) <= {"Name", "Key", "Value"}
+        isinstance(i, dict)
+        and isinstance(i.get("Name", i.get("Key")), str)  # a map's keys are text (Name.1.x=... is not)
+        and set(i) <= {"Name", "Key", "Value"}
         for i in items
     ):
         return {item.get("Name", item.get("Key")): item.get("Value") for item in items}

@@ -3,8 +3,14 @@
 The credentials file holds one key pair per line, ``ACCESS_KEY_ID SECRET``
 (blank lines and lines starting with ``#`` are skipped).  Only the
 ``Authorization`` header form is accepted, as every SDK and the AWS CLI send
-it; the region and service of the signature's scope are the client's, as
-signed (the server serves one region but does not refuse others for that).
+it.  As AWS checks it: the scope names the ``sqs`` service; the signed
+headers include ``host`` and ``x-amz-date``, and ``x-amz-target`` and
+``content-type`` whenever the request has them (so a captured signature of
+one action cannot be replayed as another); the payload hash is the body's
+(an ``X-Amz-Content-SHA256`` that says otherwise is refused); and the date is
+within 15 minutes of the server's clock.  The region of the scope is the
+client's, as signed (the server serves one region but does not refuse others
+for that).
 """
 
 from __future__ import annotations
@@ -22,6 +28,10 @@ from .errors import WireError
 from .wire import Request
 
 ALGORITHM = "AWS4-HMAC-SHA256"
+SERVICE = "sqs"
+#: Headers a signature must always cover, and those it must cover whenever the request has them.
+ALWAYS_SIGNED = ("host", "x-amz-date")
+SIGNED_WHEN_PRESENT = ("x-amz-target", "content-type")
 #: A signed request older or newer than this is refused, as AWS does.
 MAX_CLOCK_SKEW = 15 * 60
 _AUTHORIZATION = re.compile(
@@ -62,7 +72,11 @@ def verify(request: Request, credentials: Mapping[str, str], now: float) -> str:
     amz_date = request.headers.get("X-Amz-Date", "")
     signed_at = _parse_date(amz_date)
     if scope.count("/") != 3 or not scope.endswith("/aws4_request") or not amz_date.startswith(scope[:8]):
-        raise WireError("IncompleteSignature", f"the credential scope {scope!r} does not match X-Amz-Date")
+        raise WireError(
+            "IncompleteSignature", f"the credential scope {scope[:200]!r} does not match X-Amz-Date"
+        )
+    if scope.split("/")[2] != SERVICE:
+        raise _refused("SignatureDoesNotMatch", f"the credential should be scoped to the {SERVICE!r} service")
     if abs(now - signed_at) > MAX_CLOCK_SKEW:
         raise _refused(
             "SignatureDoesNotMatch",
@@ -70,9 +84,16 @@ def verify(request: Request, credentials: Mapping[str, str], now: float) -> str:
             "from the server's time",
         )
     signed = match["signed"].split(";")
-    if "host" not in signed:
-        raise _refused("SignatureDoesNotMatch", "the signature must cover the Host header")
-    expected = signature(secret, scope, amz_date, canonical_request(request, signed))
+    for name in (*ALWAYS_SIGNED, *(n for n in SIGNED_WHEN_PRESENT if n in request.headers)):
+        if name not in signed:
+            raise _refused("SignatureDoesNotMatch", f"the signature must cover the {name} header")
+    payload_hash = hashlib.sha256(request.body).hexdigest()
+    claimed = request.headers.get("X-Amz-Content-SHA256")
+    if claimed is not None and claimed != payload_hash:
+        raise WireError(
+            "XAmzContentSHA256Mismatch", "the X-Amz-Content-SHA256 header does not match the body's hash"
+        )
+    expected = signature(secret, scope, amz_date, canonical_request(request, signed, payload_hash))
     if not hmac.compare_digest(expected, match["signature"]):
         raise _refused(
             "SignatureDoesNotMatch",
@@ -81,12 +102,12 @@ def verify(request: Request, credentials: Mapping[str, str], now: float) -> str:
     return access_key
 
 
-def canonical_request(request: Request, signed_headers: list[str]) -> str:
+def canonical_request(request: Request, signed_headers: list[str], payload_hash: str | None = None) -> str:
     headers = []
     for name in signed_headers:
         values = request.headers.get_all(name) or []
         headers.append(f"{name}:{','.join(' '.join(v.split()) for v in values)}\n")
-    # The payload hash is always computed here: a client's X-Amz-Content-SHA256 is not trusted.
+    # The payload hash is always the body's: a client's X-Amz-Content-SHA256 is not trusted.
     return "\n".join(
         [
             request.method,
@@ -94,7 +115,7 @@ def canonical_request(request: Request, signed_headers: list[str]) -> str:
             _canonical_query(request.query),
             "".join(headers),
             ";".join(signed_headers),
-            hashlib.sha256(request.body).hexdigest(),
+            payload_hash or hashlib.sha256(request.body).hexdigest(),
         ]
     )
 

@@ -14,6 +14,8 @@ from urllib.parse import unquote, urlsplit
 
 from durableq.errors import InvalidParameterValue
 
+from .errors import WireError
+
 _ARN_PREFIX = "arn:aws:sqs:"
 
 
@@ -24,9 +26,10 @@ class Endpoint:
     region: str
     account_id: str
     host: str
+    scheme: str = "http"
 
     def queue_url(self, name: str) -> str:
-        return f"http://{self.host}/{self.account_id}/{name}"
+        return f"{self.scheme}://{self.host}/{self.account_id}/{name}"
 
     def arn(self, name: str) -> str:
         return f"{_ARN_PREFIX}{self.region}:{self.account_id}:{name}"
@@ -48,5 +51,8 @@ class Endpoint:
 
 def queue_name(url: str) -> str:
     """The queue name a queue URL (or bare name) stands for: its last path segment."""
-    path = urlsplit(url).path if "://" in url else url
-    return unquote(path.rstrip("/").rsplit("/", 1)[-1])
+    try:
+        path = urlsplit(url).path if "://" in url else url
+        return unquote(path.rstrip("/").rsplit("/", 1)[-1], errors="strict")
+    except ValueError as exc:  # "http://[" (an unclosed IPv6 address), "%FF" (not UTF-8)
+        raise WireError("InvalidAddress", f"the queue URL {url[:200]!r} is not a valid URL") from exc

@@ -2,12 +2,46 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from email.message import Message
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 if TYPE_CHECKING:
     from .errors import WireError
+
+
+class Headers:
+    """Request headers: case-insensitive names, several values per name kept in order."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Iterable[tuple[str, str]] = ()) -> None:
+        self._items: dict[str, list[str]] = {}
+        for name, value in items:
+            self._items.setdefault(name.lower(), []).append(value)
+
+    @classmethod
+    def from_asgi(cls, raw: Iterable[tuple[bytes, bytes]]) -> Headers:
+        # HTTP header bytes are Latin-1 by definition: every byte string decodes.
+        return cls((name.decode("latin-1"), value.decode("latin-1")) for name, value in raw)
+
+    @overload
+    def get(self, name: str) -> str | None: ...
+    @overload
+    def get(self, name: str, default: str) -> str: ...
+    def get(self, name: str, default: str | None = None) -> str | None:
+        """The first value of ``name``, or ``default``."""
+        values = self._items.get(name.lower())
+        return values[0] if values else default
+
+    def get_all(self, name: str) -> list[str]:
+        return list(self._items.get(name.lower(), ()))
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._items
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,7 +49,7 @@ class Request:
     method: str
     path: str  # as sent, percent-encoded, without the query string
     query: str
-    headers: Message
+    headers: Headers
     body: bytes
 
 

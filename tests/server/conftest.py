@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,14 +29,23 @@ class ServerProcess:
         self.process = subprocess.Popen(
             [*argv, "--port", "0", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
+        # stderr is read all along: a server whose log fills the pipe would block writing it.
+        self._stderr: list[str] = []
+        self._reader = threading.Thread(target=self._stderr.extend, args=(self.process.stderr,), daemon=True)
+        self._reader.start()
         line = self.process.stdout.readline()  # type: ignore[union-attr]
-        assert " at http://" in line, f"the server did not start: {line!r} {self.process.stderr.read()}"  # type: ignore[union-attr]
+        if " at http" not in line:
+            self.process.wait(30)
+            self._reader.join(30)
+            raise AssertionError(f"the server did not start: {line!r} {''.join(self._stderr)}")
         self.url = line.rsplit(" ", 1)[-1].strip()
 
     def stop(self) -> str:
         """Stop it as Ctrl-C would; returns what it wrote on stderr."""
         self.process.terminate()
-        _, stderr = self.process.communicate(timeout=30)
+        self.process.wait(30)
+        self._reader.join(30)
+        stderr = "".join(self._stderr)
         assert self.process.returncode == 0, stderr
         return stderr
 
@@ -47,14 +57,17 @@ class ServerProcess:
             self.stop()
 
 
-def client(url: str, key_id: str = "test", secret: str = "test", **config: Any) -> Any:
-    """A boto3 SQS client for the endpoint, as an application would make one."""
+def client(
+    url: str, key_id: str = "test", secret: str = "test", verify: str | None = None, **config: Any
+) -> Any:
+    """A boto3 SQS client for the endpoint, as an application would make one (``verify``: a CA file)."""
     return boto3.client(
         "sqs",
         endpoint_url=url,
         region_name=REGION,
         aws_access_key_id=key_id,
         aws_secret_access_key=secret,
+        verify=verify,
         config=Config(**config) if config else None,
     )
 

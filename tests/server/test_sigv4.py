@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import json
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -107,3 +108,75 @@ def test_the_credentials_file_is_checked(tmp_path: Path) -> None:
     bad.write_text("only-one-field\n")
     with pytest.raises(ValueError, match="line 1"):
         load_credentials(bad)
+
+
+def signed_json(
+    url: str, action: str, members: str, sign_after: dict[str, str], service: str = "sqs"
+) -> AWSRequest:
+    """A JSON request signed by botocore, with ``sign_after`` headers added once it is signed."""
+    request = AWSRequest(method="POST", url=url, data=members.encode())
+    request.headers["X-Amz-Target"] = f"AmazonSQS.{action}"
+    request.headers["Content-Type"] = "application/x-amz-json-1.0"
+    for header in sign_after:
+        del request.headers[header]
+    SigV4Auth(Credentials(KEY_ID, SECRET), service, REGION).add_auth(request)
+    for header, value in sign_after.items():
+        request.headers[header] = value
+    return request
+
+
+def queue_with_a_message(server: ServerProcess, name: str) -> str:
+    sqs = client(server.url, KEY_ID, SECRET)
+    url: str = sqs.create_queue(QueueName=name)["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="keep me")
+    return url
+
+
+def depth(server: ServerProcess, url: str) -> str:
+    attributes = client(server.url, KEY_ID, SECRET).get_queue_attributes(
+        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"]
+    )
+    return attributes["Attributes"]["ApproximateNumberOfMessages"]  # type: ignore[no-any-return]
+
+
+def test_a_signature_must_cover_the_action(signed_server: ServerProcess) -> None:
+    """A captured GetQueueAttributes replayed as PurgeQueue (X-Amz-Target unsigned) is refused."""
+    url = queue_with_a_message(signed_server, "replayed")
+    members = json.dumps({"QueueUrl": url})
+    replay = signed_json(
+        signed_server.url, "GetQueueAttributes", members, {"X-Amz-Target": "AmazonSQS.PurgeQueue"}
+    )
+    status, body = send(replay)
+    assert status == 403 and b"SignatureDoesNotMatch" in body and b"x-amz-target" in body
+    assert depth(signed_server, url) == "1"
+
+
+def test_a_signature_must_cover_the_content_type(signed_server: ServerProcess) -> None:
+    request = signed_json(
+        signed_server.url, "ListQueues", "{}", {"Content-Type": "application/x-amz-json-1.0"}
+    )
+    status, body = send(request)
+    assert status == 403 and b"content-type" in body
+
+
+def test_the_payload_hash_must_be_the_bodys(signed_server: ServerProcess) -> None:
+    request = AWSRequest(method="POST", url=signed_server.url, data=b"{}")
+    request.headers["X-Amz-Target"] = "AmazonSQS.ListQueues"
+    request.headers["Content-Type"] = "application/x-amz-json-1.0"
+    request.headers["X-Amz-Content-SHA256"] = "0" * 64  # signed, but not the hash of the body
+    SigV4Auth(Credentials(KEY_ID, SECRET), "sqs", REGION).add_auth(request)
+    status, body = send(request)
+    assert status == 400 and b"XAmzContentSHA256Mismatch" in body
+
+
+def test_a_signature_for_another_service_is_refused(signed_server: ServerProcess) -> None:
+    status, body = send(signed_json(signed_server.url, "ListQueues", "{}", {}, service="s3"))
+    assert status == 403 and b"SignatureDoesNotMatch" in body
+
+
+def test_binding_beyond_loopback_without_credentials_warns(tmp_path: Path) -> None:
+    with ServerProcess(tmp_path / "q.db", "--host", "0.0.0.0") as running:  # listens only; no traffic leaves
+        stderr = running.stop()
+    assert "WARNING" in stderr and "without credentials" in stderr
+    with ServerProcess(tmp_path / "q.db") as running:
+        assert "without credentials" not in running.stop()

@@ -12,11 +12,16 @@ from typing import Any
 
 from durableq.errors import DurableQError
 
-from ..errors import from_action
+from ..errors import WireError, from_action
 from . import messages, moves, queues
 from .call import Call
 
 Action = Callable[[Call], dict[str, Any]]
+
+
+def in_sqs_words(name: str, call: Call, exc: DurableQError) -> WireError:
+    """The SQS error for a library error raised while ``call`` ran action ``name``."""
+    return from_action(exc, call.reword(name, exc.code, exc.message))
 
 
 def _in_sqs_words(name: str, action: Action) -> Action:
@@ -24,7 +29,7 @@ def _in_sqs_words(name: str, action: Action) -> Action:
         try:
             return action(call)
         except DurableQError as exc:
-            raise from_action(exc, call.reword(name, exc.code, exc.message)) from exc
+            raise in_sqs_words(name, call, exc) from exc
 
     return run
 
@@ -35,4 +40,4 @@ ACTIONS: dict[str, Action] = {
     for name, action in {**queues.ACTIONS, **messages.ACTIONS, **moves.ACTIONS}.items()
 }
 
-__all__ = ["ACTIONS", "Action", "Call"]
+__all__ = ["ACTIONS", "Action", "Call", "in_sqs_words"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from durableq import BatchResult, SendEntry
+from durableq import BatchResult, Message, Queue, SendEntry
 
 from ..errors import legacy_code
 from ..messages import ReceiveView, attributes_in, send_digests, trace_header_in
@@ -41,8 +41,11 @@ def send_message_batch(call: Call) -> dict[str, Any]:
     queue = call.queue()
     entries, digests = [], {}
     for params in call.params.entries("Entries"):
-        keywords, digests[params.raw("Id")] = _message(params)
-        entries.append(SendEntry(params.raw("Id"), **keywords))
+        entry_id = params.raw("Id")  # checked by the library (InvalidBatchEntryId), whatever its type
+        keywords, digest = _message(params)
+        if isinstance(entry_id, str):
+            digests[entry_id] = digest
+        entries.append(SendEntry(entry_id, **keywords))
     outcome = queue.send_batch(entries)
     successful = [
         _sent(
@@ -61,18 +64,29 @@ def _sent(result: dict[str, Any], sequence_number: str | None) -> dict[str, Any]
     return result
 
 
-def receive_message(call: Call) -> dict[str, Any]:
+def receive_request(call: Call) -> tuple[Queue, dict[str, Any], ReceiveView]:
+    """The queue, the library's keywords and the view of a ReceiveMessage (the endpoint awaits it)."""
     queue = call.queue()
     params = call.params
     view = ReceiveView(params, call.endpoint)
     max_messages = params.integer("MaxNumberOfMessages")
-    received = queue.receive(
-        1 if max_messages is None else max_messages,
-        visibility_timeout=params.integer("VisibilityTimeout"),
-        wait_time=params.integer("WaitTimeSeconds"),
-        attempt_id=params.text("ReceiveRequestAttemptId"),  # the library uses it on FIFO queues only
-    )
-    return {"Messages": [view.message(m) for m in received]} if received else {}
+    keywords = {
+        "max_messages": 1 if max_messages is None else max_messages,
+        "visibility_timeout": params.integer("VisibilityTimeout"),
+        "wait_time": params.integer("WaitTimeSeconds"),
+        "attempt_id": params.text("ReceiveRequestAttemptId"),  # the library uses it on FIFO queues only
+    }
+    return queue, keywords, view
+
+
+def received(view: ReceiveView, messages: list[Message]) -> dict[str, Any]:
+    """The result members of a ReceiveMessage."""
+    return {"Messages": [view.message(m) for m in messages]} if messages else {}
+
+
+def receive_message(call: Call) -> dict[str, Any]:
+    queue, keywords, view = receive_request(call)
+    return received(view, queue.receive(**keywords))
 
 
 def delete_message(call: Call) -> dict[str, Any]:

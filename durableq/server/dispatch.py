@@ -1,0 +1,141 @@
+"""From a request to an SQS answer: protocol, signature, action, library call, and every error mapped.
+
+:meth:`Dispatcher.handle` runs in a pool thread (it calls the library).  A
+``ReceiveMessage`` comes back as a :class:`PendingReceive`, which the event
+loop awaits (``Queue.receive_async``): a long poll holds no thread while it
+waits.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import durableq
+from durableq.errors import DurableQError
+
+from . import errors, guard, protocol_json, protocol_query, sigv4
+from .actions import ACTIONS, Call, in_sqs_words
+from .actions.messages import receive_request, received
+from .messages import ReceiveView
+from .params import Params
+from .urls import Endpoint, queue_name
+from .wire import Request, Response, WireProtocol
+
+
+class Exchange:
+    """One request as the access log tells it."""
+
+    __slots__ = ("action", "code", "queue", "request_id", "status")
+
+    def __init__(self) -> None:
+        self.request_id = str(uuid.uuid4())
+        self.action = "-"
+        self.queue = "-"
+        self.status = 0
+        self.code = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PendingReceive:
+    """A ReceiveMessage whose request is checked, to be awaited on the event loop."""
+
+    protocol: WireProtocol
+    queue: durableq.Queue
+    keywords: dict[str, Any]
+    view: ReceiveView
+    request_id: str
+    call: Call
+
+    def respond(self, messages: list[durableq.Message]) -> Response:
+        return self.protocol.result("ReceiveMessage", received(self.view, messages), self.request_id)
+
+    def failed(self, exc: DurableQError) -> errors.WireError:
+        """The SQS error for a library error of the awaited receive, in SQS's words."""
+        return in_sqs_words("ReceiveMessage", self.call, exc)
+
+
+def protocol_of(request: Request) -> WireProtocol:
+    """AWS JSON 1.0 if the request says so, else the query protocol (from its headers alone)."""
+    return protocol_json if protocol_json.handles(request) else protocol_query
+
+
+class Dispatcher:
+    """What every request needs: the broker, where queues live, and who may sign."""
+
+    def __init__(
+        self,
+        broker: durableq.Broker,
+        *,
+        region: str,
+        account_id: str,
+        credentials: Mapping[str, str] | None,
+        scheme: str,
+        default_host: str,
+    ) -> None:
+        self.broker = broker
+        self.region = region
+        self.account_id = account_id
+        self.credentials = dict(credentials) if credentials else None
+        self.scheme = scheme
+        self.default_host = default_host
+
+    def handle(self, request: Request, exchange: Exchange) -> Response | PendingReceive:
+        """The answer to one request, errors included; never raises (a pool thread runs it)."""
+        protocol = protocol_of(request)
+        try:
+            return self._handle(request, protocol, exchange)
+        except BaseException as exc:  # noqa: BLE001 - every error becomes an answer (see error())
+            return error(protocol, exc, exchange)
+
+    def _handle(
+        self, request: Request, protocol: WireProtocol, exchange: Exchange
+    ) -> Response | PendingReceive:
+        if self.credentials is not None:
+            sigv4.verify(request, self.credentials, time.time())
+        action, members = protocol.parse(request)
+        exchange.action = action[:64]
+        guard.check_method(request.method, action)
+        run = ACTIONS.get(action)
+        if run is None:
+            raise errors.unknown_action(action)
+        if request.path.strip("/") and "QueueUrl" not in members:
+            members["QueueUrl"] = request.path  # older SDKs post to the queue's URL instead
+        exchange.queue = _queue_of(members)
+        host = request.headers.get("Host") or self.default_host
+        call = Call(self.broker, Endpoint(self.region, self.account_id, host, self.scheme), Params(members))
+        if action == "ReceiveMessage":
+            try:
+                queue, keywords, view = receive_request(call)
+            except DurableQError as exc:
+                raise in_sqs_words(action, call, exc) from exc
+            return PendingReceive(protocol, queue, keywords, view, exchange.request_id, call)
+        return protocol.result(action, run(call), exchange.request_id)
+
+
+def error(protocol: WireProtocol, exc: BaseException, exchange: Exchange) -> Response:
+    """The SQS answer for an error: the client's mistakes in its terms, the server's without internals."""
+    if isinstance(exc, errors.WireError):
+        wire = exc
+    elif isinstance(exc, DurableQError):
+        wire = errors.from_library(exc)
+    elif isinstance(exc, Exception):
+        wire = errors.internal(exc)
+    else:
+        raise exc  # KeyboardInterrupt, SystemExit, cancellation: not the request's business
+    exchange.code = wire.code
+    return protocol.error(wire, exchange.request_id)
+
+
+def _queue_of(members: Mapping[str, Any]) -> str:
+    """The queue a request names, for the access log (best effort)."""
+    url, name = members.get("QueueUrl"), members.get("QueueName")
+    try:
+        if isinstance(url, str):
+            return queue_name(url)[:80]
+    except errors.WireError:
+        return "-"
+    return name[:80] if isinstance(name, str) else "-"

@@ -1,0 +1,141 @@
+"""uvicorn's httptools protocol with the endpoint's bounds on connections and request heads.
+
+uvicorn parses HTTP (httptools, in C) and bounds idle keep-alive time; it does
+not bound how long a client may take to send its headers (a client sending a
+header line every few seconds holds its connection for ever), their size, or
+how many connections are open.  This subclass adds those, from
+:class:`~durableq.server.settings.Bounds`, and answers anything uvicorn
+refuses as malformed with an SQS error in the request's protocol rather than
+plain text.  The body's bounds are the application's (``app.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from . import protocol_json, protocol_query
+from .errors import WireError
+from .settings import Bounds
+from .wire import Headers, Request, Response, WireProtocol
+
+
+class _Refused(Exception):
+    """Raised from a parser callback to stop reading a request that broke a bound."""
+
+
+class BoundedHttpToolsProtocol(HttpToolsProtocol):
+    """One connection: uvicorn's protocol, plus the head's size and time bounds and the connection cap."""
+
+    bounds: Bounds = Bounds()
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._head_bytes = 0
+        self._refusal: WireError | None = None
+        self._head_timer: asyncio.TimerHandle | None = None
+        self._arm_head_timer()  # the first request's head must come within the bound too
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_head_timer()
+        super().connection_lost(exc)
+
+    # -- the request head ----------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._head_bytes = 0
+        if self._head_timer is None:
+            self._arm_head_timer()
+
+    def on_url(self, url: bytes) -> None:
+        self._count(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count(len(name) + len(value) + 4)
+        super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        self._disarm_head_timer()
+        if len(self.connections) > self.bounds.max_connections:
+            self._refusal = WireError(
+                "ServiceUnavailable",
+                f"the server holds its limit of {self.bounds.max_connections} connections; retry later",
+                status=503,
+                sender=False,
+            )
+            raise _Refused
+        super().on_headers_complete()
+
+    def _count(self, size: int) -> None:
+        self._head_bytes += size
+        if self._head_bytes > self.bounds.max_header_bytes:
+            self._refusal = WireError(
+                "RequestHeaderFieldsTooLarge",
+                f"the request line and headers are limited to {self.bounds.max_header_bytes} bytes",
+                status=431,
+            )
+            raise _Refused  # httptools stops; uvicorn calls send_400_response, which answers the refusal
+
+    def _arm_head_timer(self) -> None:
+        self._head_timer = self.loop.call_later(self.bounds.header_timeout, self._head_too_slow)
+
+    def _disarm_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_too_slow(self) -> None:
+        self._head_timer = None
+        if self.transport.is_closing():
+            return
+        if self.cycle is None or self.cycle.response_complete:  # no request is being served
+            self._refuse(
+                WireError(
+                    "RequestTimeout",
+                    f"the request line and headers did not arrive within {self.bounds.header_timeout:g} s",
+                    status=408,
+                )
+            )
+
+    # -- answers that never reach the application -----------------------------------
+
+    def send_400_response(self, msg: str) -> None:
+        refusal, self._refusal = self._refusal, None
+        self._refuse(refusal or WireError("MalformedHttpRequest", f"the request is not valid HTTP: {msg}"))
+
+    def _refuse(self, err: WireError) -> None:
+        """Answer with an SQS error in the request's protocol (as far as its headers tell) and close."""
+        if self.transport.is_closing():
+            return
+        self._disarm_head_timer()
+        headers = Headers((n.decode("latin-1"), v.decode("latin-1")) for n, v in (self.headers or []))
+        protocol: WireProtocol = (
+            protocol_json if protocol_json.handles(Request("POST", "/", "", headers, b"")) else protocol_query
+        )
+        response = protocol.error(err, str(uuid.uuid4()))
+        self.transport.write(_raw(response))
+        self.transport.close()
+
+
+def _raw(response: Response) -> bytes:
+    lines = [f"HTTP/1.1 {response.status} {_REASONS.get(response.status, 'Error')}"]
+    lines += [f"{name}: {value}" for name, value in response.headers.items()]
+    lines += [f"content-length: {len(response.body)}", "connection: close", "", ""]
+    return "\r\n".join(lines).encode("latin-1") + response.body
+
+
+_REASONS = {
+    400: "Bad Request",
+    408: "Request Timeout",
+    431: "Request Header Fields Too Large",
+    503: "Service Unavailable",
+}
+
+
+def protocol_class(bounds: Bounds) -> type[BoundedHttpToolsProtocol]:
+    """The protocol class uvicorn instantiates per connection, with these bounds."""
+    return type("BoundedHttpToolsProtocol", (BoundedHttpToolsProtocol,), {"bounds": bounds})

@@ -1,0 +1,190 @@
+"""Long polls woken by one watcher per process and file: no waiter polls, an async waiter holds no thread."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import durableq
+from durableq.engines import watch
+
+
+def until(condition: Callable[[], bool], timeout: float = 20) -> None:
+    """Wait for a condition that must come true (fails loudly if it does not)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the condition did not come true"
+        time.sleep(0.002)
+
+
+async def until_async(condition: Callable[[], bool], timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the condition did not come true"
+        await asyncio.sleep(0.002)
+
+
+def waiting(broker: durableq.Broker) -> int:
+    return broker._rt.receiver.waiting()
+
+
+def watcher_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("durableq-watch")]
+
+
+def _send(path: str, queue: str, bodies: list[str]) -> None:
+    with durableq.open(path, durability="normal") as broker:
+        target = broker.get_queue(queue)
+        for body in bodies:
+            target.send(body)
+
+
+def send_from_another_process(path: Path, queue: str, bodies: list[str]) -> None:
+    sender = multiprocessing.get_context("spawn").Process(target=_send, args=(str(path), queue, bodies))
+    sender.start()
+    sender.join(60)
+    assert sender.exitcode == 0
+
+
+def test_one_watcher_serves_every_waiter_of_the_process(db_path: Path) -> None:
+    before = len(watcher_threads())
+    with (
+        durableq.open(db_path, durability="normal") as first,
+        durableq.open(db_path, durability="normal") as second,
+    ):
+        queues = [first.create_queue("jobs"), second.get_queue("jobs")]
+        got: list[list[durableq.Message]] = []
+        threads = [
+            threading.Thread(target=lambda q=queues[i % 2]: got.append(q.receive(wait_time=20)))
+            for i in range(20)
+        ]
+        for thread in threads:
+            thread.start()
+        until(lambda: waiting(first) + waiting(second) == 20)
+        assert len(watcher_threads()) == before + 1  # one for the file, however many brokers and waiters
+        send_from_another_process(db_path, "jobs", [f"m{i}" for i in range(20)])
+        for thread in threads:
+            thread.join(30)
+        assert sorted(m.body for batch in got for m in batch) == sorted(f"m{i}" for i in range(20))
+    until(lambda: len(watcher_threads()) == before)  # the last broker to close stops it
+
+
+def test_async_long_polls_hold_no_thread(db_path: Path) -> None:
+    """50 receives wait at once on one executor thread: only possible if waiting holds none."""
+
+    async def scenario() -> list[list[durableq.Message]]:
+        with durableq.open(db_path, durability="normal") as broker, ThreadPoolExecutor(1) as executor:
+            queue = broker.create_queue("jobs")
+            polls = [
+                asyncio.ensure_future(queue.receive_async(wait_time=20, executor=executor)) for _ in range(50)
+            ]
+            await until_async(lambda: waiting(broker) == 50)
+            await asyncio.get_running_loop().run_in_executor(
+                None, send_from_another_process, db_path, "jobs", [f"m{i}" for i in range(50)]
+            )
+            return await asyncio.gather(*polls)
+
+    results = asyncio.run(scenario())
+    assert all(len(r) == 1 for r in results)
+    assert sorted(r[0].body for r in results) == sorted(f"m{i}" for i in range(50))
+
+
+def test_a_message_wakes_one_waiter_not_all(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from durableq.ops.receive import Receiver
+
+    attempts = []
+    claim = Receiver._attempt
+
+    def counted(self: Receiver, *args: Any) -> Any:
+        attempts.append(args)
+        return claim(self, *args)
+
+    monkeypatch.setattr(Receiver, "_attempt", counted)
+
+    async def scenario() -> int:
+        with durableq.open(db_path, durability="normal") as broker, ThreadPoolExecutor(2) as executor:
+            queue = broker.create_queue("jobs")
+            polls = [
+                asyncio.ensure_future(queue.receive_async(wait_time=20, executor=executor)) for _ in range(10)
+            ]
+            await until_async(lambda: waiting(broker) == 10)
+            await asyncio.get_running_loop().run_in_executor(executor, queue.send, "only one")
+            done, pending = await asyncio.wait(polls, return_when=asyncio.FIRST_COMPLETED)
+            for poll in pending:
+                poll.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            return len(done)
+
+    assert asyncio.run(scenario()) == 1
+    assert len(attempts) == 10 + 1  # each looked once on arrival; the message let exactly one look again
+
+
+def test_cancelling_a_waiting_async_receive_takes_nothing(
+    queue: durableq.Queue, broker: durableq.Broker
+) -> None:
+    async def scenario() -> None:
+        poll = asyncio.ensure_future(queue.receive_async(wait_time=20))
+        await until_async(lambda: waiting(broker) == 1)
+        poll.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await poll
+        assert waiting(broker) == 0
+
+    asyncio.run(scenario())
+    queue.send("still here")
+    [message] = queue.receive()
+    assert message.body == "still here" and message.receive_count == 1
+
+
+def test_async_receive_follows_the_same_rules(queue: durableq.Queue) -> None:
+    queue.send("a")
+    with pytest.raises(durableq.InvalidParameterValue, match="wait_time must be"):
+        asyncio.run(queue.receive_async(wait_time=21))
+    [message] = asyncio.run(queue.receive_async(max_messages=10))
+    assert message.body == "a"
+    assert asyncio.run(queue.receive_async(wait_time=1)) == []
+    assert sum(m.empty_receives for m in queue.metrics()) == 1
+
+
+def test_closing_the_broker_wakes_waiting_receives(db_path: Path) -> None:
+    broker = durableq.open(db_path, durability="normal")
+    queue = broker.create_queue("jobs")
+    outcome: list[BaseException | list[durableq.Message]] = []
+
+    def wait() -> None:
+        try:
+            outcome.append(queue.receive(wait_time=20))
+        except durableq.DurableQError as exc:
+            outcome.append(exc)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    until(lambda: waiting(broker) == 1)
+    started = time.monotonic()
+    broker.close()
+    waiter.join(20)
+    assert isinstance(outcome[0], durableq.DatabaseError) and "closed" in str(outcome[0])
+    assert time.monotonic() - started < 15  # woken, not left to its 20 s deadline
+
+
+def test_the_stat_poll_fallback_wakes_a_long_poll(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where inotify is missing, one thread per file polls the WAL's stamp for every waiter."""
+    monkeypatch.setattr(watch, "os_source", watch.StatSource)
+    with durableq.open(db_path, durability="normal") as broker:
+        queue = broker.create_queue("jobs")
+        got: list[list[durableq.Message]] = []
+        waiter = threading.Thread(target=lambda: got.append(queue.receive(wait_time=20)))
+        waiter.start()
+        until(lambda: waiting(broker) == 1)
+        assert isinstance(broker._rt.db.watcher()._source, watch.StatSource)
+        send_from_another_process(db_path, "jobs", ["polled"])
+        waiter.join(30)
+    assert [m.body for m in got[0]] == ["polled"]

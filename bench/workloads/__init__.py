@@ -1,7 +1,8 @@
-"""The workloads of issue 8, by number (``python -m bench --workloads 1,2,5``)."""
+"""The workloads by number (``python -m bench --workloads 1,2,5``): 1-8 of issue 8, 9 the endpoint."""
 
 from __future__ import annotations
 
+from ..endpoint import workload as endpoint
 from ..model import Workload
 from . import concurrent, cycle, fifo, latency, longpoll, memory, phases
 
@@ -16,5 +17,6 @@ WORKLOADS: dict[int, Workload] = {
         Workload(6, longpoll.run),
         Workload(7, memory.run),
         Workload(8, fifo.run),
+        Workload(9, endpoint.run),
     )
 }

@@ -16,6 +16,9 @@ from durableq.engines.sqlite import Database
 from .base import db_path, existing_db_path
 from .output import emit, json_option, table
 
+#: The REVISION of `db upgrade` that means the latest one.
+HEAD = "head"
+
 
 @contextmanager
 def _database(path: Path) -> Iterator[Database]:
@@ -55,7 +58,7 @@ def db_group() -> None:
 
 
 @db_group.command()
-@click.argument("revision", default="head")
+@click.argument("revision", default=HEAD)
 @json_option
 def upgrade(revision: str, as_json: bool) -> None:
     """Migrate the database file to REVISION (default: the latest, head).
@@ -64,9 +67,21 @@ def upgrade(revision: str, as_json: bool) -> None:
       durableq db upgrade
     """
     with _database(existing_db_path()) as database:
+        known = [r.revision for r in migrate.history(database)]  # newest first
+        if revision not in (HEAD, *known):
+            raise durableq.InvalidParameterValue(
+                f"unknown schema revision {revision!r}; REVISION is {HEAD} or one of "
+                f"{', '.join(known)} (`durableq db history` lists them)"
+            )
         before = migrate.current(database)
         after = migrate.upgrade(database, revision)
-    text = f"already at {after}" if before == after else f"upgraded from {before or 'nothing'} to {after}"
+    if before == after:
+        newer = revision not in (HEAD, after)
+        text = f"already at {after}" + (
+            f", which is newer than {revision} (upgrade never goes back)" if newer else ""
+        )
+    else:
+        text = f"upgraded from {before or 'nothing'} to {after}"
     emit(as_json, {"from": before, "to": after}, text)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 from pathlib import Path
 
@@ -56,7 +57,7 @@ def serve(
     try:
         keys = None if credentials is None else server.load_credentials(credentials)
     except ValueError as exc:
-        raise CommandFailed(str(exc)) from exc
+        raise CommandFailed("InvalidParameterValue", str(exc)) from exc
 
     def ready(running: server.Server) -> None:
         if as_json:
@@ -64,15 +65,32 @@ def serve(
         else:
             server.announce(running)
 
-    server.run(
-        db_path(),
-        host=host,
-        port=port,
-        region=region,
-        account_id=account_id,
-        credentials=keys,
-        on_ready=ready,
-    )
+    try:
+        server.run(
+            db_path(),
+            host=host,
+            port=port,
+            region=region,
+            account_id=account_id,
+            credentials=keys,
+            on_ready=ready,
+        )
+    except OSError as exc:
+        raise CommandFailed("InvalidParameterValue", _bind_failure(exc, host, port)) from exc
+
+
+_OTHER_PORT = "pass another --port (0 picks a free one)"
+
+
+def _bind_failure(exc: OSError, host: str, port: int) -> str:
+    """Why the address could not be taken, naming it and the option that changes it."""
+    if exc.errno == errno.EADDRINUSE:
+        return f"port {port} on {host} is already in use (another program listens there); {_OTHER_PORT}"
+    if exc.errno == errno.EACCES:
+        return f"not allowed to listen on port {port} (ports below 1024 need privileges); {_OTHER_PORT}"
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"{host} is not an address of this machine; pass another --host"
+    raise exc  # not about the address: the root group reports it
 
 
 COMMANDS = [serve]

@@ -15,7 +15,7 @@ import click
 
 import durableq
 
-from .base import CommandFailed, open_queue
+from .base import CommandFailed, open_queue, speaks
 from .output import json_option
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(processName)s %(message)s"
@@ -46,9 +46,11 @@ def load_handler(spec: str) -> Callable[[durableq.Message], Any]:
     try:
         function = getattr(importlib.import_module(module_name), function_name)
     except (ImportError, AttributeError) as exc:
-        raise CommandFailed(f"cannot load handler {spec}: {type(exc).__name__}: {exc}") from exc
+        raise CommandFailed(
+            "InvalidParameterValue", f"cannot load handler {spec}: {type(exc).__name__}: {exc}"
+        ) from exc
     if not callable(function):
-        raise CommandFailed(f"handler {spec} is not callable")
+        raise CommandFailed("InvalidParameterValue", f"handler {spec} is not callable")
     return function  # type: ignore[no-any-return]
 
 
@@ -78,6 +80,14 @@ def load_handler(spec: str) -> Callable[[durableq.Message], Any]:
     "--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]), default="INFO", show_default=True
 )
 @json_option
+@speaks(
+    concurrency="--concurrency",
+    visibility_timeout="--visibility-timeout",
+    heartbeat_interval="--heartbeat",
+    wait_time="--wait",
+    grace_period="--grace-period",
+    idle_timeout="--idle-timeout",
+)
 def worker(
     queue: str,
     handler: str,

@@ -111,6 +111,15 @@ DEFAULT_BUSY_TIMEOUT = 10.0
 #: New database files (and so their WAL) are readable by their owner only.
 DEFAULT_FILE_MODE = 0o600
 
+# The command line.
+#: ``durableq stats --window``: minutes its per-minute rates are averaged over (at most a year).
+DEFAULT_STATS_WINDOW = 5
+MAX_STATS_WINDOW = 366 * 24 * 60
+#: ``durableq stats --watch --interval``: seconds between redraws.
+DEFAULT_WATCH_INTERVAL = 2.0
+MIN_WATCH_INTERVAL = 0.1
+MAX_WATCH_INTERVAL = 3_600
+
 # Internal pacing; not part of the contract, but kept with the other numbers.
 #: How often an idle long poll looks for commits from other connections.
 LONG_POLL_INTERVAL = 0.008

@@ -74,7 +74,10 @@ def test_db_history_needs_no_file(run: Run, db: Path) -> None:
 )
 def test_a_missing_file_is_an_error_not_a_new_file(run: Run, db: Path, args: tuple[str, ...]) -> None:
     result = run(*args, code=1)
-    assert result.stderr == f"error: no durableq database at {db}; run `durableq init` or pass --db\n"
+    assert (
+        result.stderr
+        == f"error: DatabaseError: no durableq database at {db}; run `durableq init` or pass --db\n"
+    )
     assert not db.exists()
 
 

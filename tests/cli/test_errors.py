@@ -48,7 +48,10 @@ def test_an_unexpected_error_is_still_one_line(
 
     monkeypatch.setattr(durableq.Broker, "list_queues", broken)
     result = run("queue", "list", code=1)
-    assert result.stderr == "error: unexpected RuntimeError: boom (a bug in durableq; please report it)\n"
+    assert (
+        result.stderr
+        == "error: InternalFailure: unexpected RuntimeError: boom (a bug in durableq; please report it)\n"
+    )
 
 
 def test_a_file_that_cannot_be_read_is_one_line(run: Run, tmp_path: Path) -> None:
@@ -56,7 +59,9 @@ def test_a_file_that_cannot_be_read_is_one_line(run: Run, tmp_path: Path) -> Non
     bad.write_bytes(b'"caf\xe9"\n')  # Latin-1, not UTF-8
     run("queue", "create", "jobs")
     result = run("send", "jobs", "--file", str(bad), code=1)
-    assert result.stderr.startswith("error: the input is not UTF-8 text (invalid continuation byte")
+    assert result.stderr.startswith(
+        "error: InvalidParameterValue: the input is not UTF-8 text (invalid continuation byte"
+    )
     assert result.stderr.count("\n") == 1
 
 

@@ -49,7 +49,29 @@ def test_text_table(run: Run, broker: durableq.Broker) -> None:
 def test_no_queues_and_a_missing_queue(run: Run, broker: durableq.Broker) -> None:
     assert run("stats").stdout == "no queues\n"
     assert run("stats", "nope", code=1).stderr == "error: QueueDoesNotExist: queue 'nope' does not exist\n"
-    run("stats", "--window", "0", code=2)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--window", "0"), "--window must be from 1 to 527040 minutes; got 0"),
+        # Once a timedelta overflow that printed "a bug in durableq".
+        (
+            ("--window", "999999999999999999999"),
+            "--window must be from 1 to 527040 minutes; got 999999999999999999999",
+        ),
+        (("--interval", "0.01", "--watch"), "--interval must be from 0.1 to 3600 seconds; got 0.01"),
+        (("--interval", "nan", "--watch"), "--interval must be from 0.1 to 3600 seconds; got nan"),
+        (("--interval", "1e400", "--watch"), "--interval must be from 0.1 to 3600 seconds; got inf"),
+    ],
+)
+def test_a_window_or_interval_out_of_range_is_refused_in_one_line(
+    run: Run, broker: durableq.Broker, args: tuple[str, ...], message: str
+) -> None:
+    broker.create_queue("jobs")
+    result = run("stats", "jobs", *args, code=1)
+    assert result.stdout == ""
+    assert result.stderr == f"error: InvalidParameterValue: {message}\n"
 
 
 def _interrupt_after(monkeypatch: pytest.MonkeyPatch, refreshes: int) -> list[float]:

@@ -49,7 +49,7 @@ def test_a_handler_that_cannot_be_imported_is_refused_in_one_line(run: Run, brok
 def test_bad_worker_options_are_refused(run: Run, broker: durableq.Broker) -> None:
     broker.create_queue("jobs")
     result = run("worker", "jobs", "tests.worker_handlers:record", "--concurrency", "0", code=1)
-    assert "InvalidParameterValue: concurrency must be" in result.output
+    assert "InvalidParameterValue: --concurrency must be" in result.output
 
 
 def test_json_log_lines_carry_each_jobs_outcome(run: Run, broker: durableq.Broker, tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -21,7 +22,14 @@ from .output import json_option
 LOG_FORMAT = "%(asctime)s %(levelname)s %(processName)s %(message)s"
 
 
-class JsonLines(logging.Formatter):
+class UtcLines(logging.Formatter):
+    """Log lines whose time is ISO 8601 in UTC, to the millisecond (as every time the CLI prints)."""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        return datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
+
+
+class JsonLines(UtcLines):
     """One JSON object per log record, with the job's outcome fields when the record has them."""
 
     def format(self, record: logging.LogRecord) -> str:
@@ -139,7 +147,7 @@ def worker(
 def configure_logging(level: str, as_json: bool) -> logging.Handler:
     """Log to stderr, one line per record (this process, or a worker process it starts)."""
     output = logging.StreamHandler(sys.stderr)
-    output.setFormatter(JsonLines() if as_json else logging.Formatter(LOG_FORMAT))
+    output.setFormatter(JsonLines() if as_json else UtcLines(LOG_FORMAT))
     root = logging.getLogger()
     root.addHandler(output)
     root.setLevel(level)

@@ -13,7 +13,7 @@ from durableq import limits
 from durableq.engines import migrate
 from durableq.engines.sqlite import Database
 
-from .base import db_path, existing_db_path
+from .base import db_path, existing_db_path, open_broker
 from .output import emit, json_option, table
 
 #: The REVISION of `db upgrade` that means the latest one.
@@ -111,4 +111,24 @@ def history(as_json: bool) -> None:
     emit(as_json, revisions, lambda: table(headers, rows))
 
 
-COMMANDS = [init, db_group]
+@click.command()
+@click.argument("dest", type=click.Path(dir_okay=False, path_type=Path))
+@json_option
+def backup(dest: Path, as_json: bool) -> None:
+    """Copy the database into the new file DEST, safely while it is in use.
+
+    SQLite's online backup: the copy is one consistent state that includes
+    what is still in the -wal file (copying the file itself would miss it),
+    and producers and consumers go on meanwhile. DEST must not exist.
+
+    \b
+      durableq backup /backups/queue-$(date +%F).db
+    """
+    broker = open_broker()
+    written = broker.backup(dest)
+    size = written.stat().st_size
+    text = f"backed up {broker.path} to {written} ({size:,} bytes)"
+    emit(as_json, {"source": broker.path, "backup": written, "bytes": size}, text)
+
+
+COMMANDS = [init, db_group, backup]

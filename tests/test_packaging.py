@@ -32,7 +32,17 @@ def test_a_wheel_builds_without_deprecation_warnings(tmp_path: Path) -> None:
     # A fresh build environment, as `pip install .` makes one: the setuptools that
     # pyproject.toml asks for, from the package index.
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-v", "-w", str(tmp_path / "wheels"), str(source)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "-v",
+            "-w",
+            str(tmp_path / "wheels"),
+            str(source),
+        ],
         capture_output=True,
         text=True,
         timeout=600,

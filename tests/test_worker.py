@@ -198,6 +198,9 @@ def test_a_killed_worker_loses_nothing(db_path: Path, tmp_path: Path) -> None:
         _until(
             lambda: queue.stats().approximate_number_of_messages == 3, timeout=15
         )  # back after the timeout
+        back = queue.receive(10)
+    assert sorted(json.loads(m.body)["id"] for m in back) == ["j0", "j1", "j2"]
+    assert {m.receive_count for m in back} == {2}  # received by the killed worker, then again here
 
 
 def test_two_worker_processes_never_run_one_job_at_once(db_path: Path, tmp_path: Path) -> None:

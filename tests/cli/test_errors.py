@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -36,8 +37,9 @@ def test_bad_usage_exits_2(run: Run, broker: durableq.Broker, args: tuple[str, .
 
 
 def test_json_goes_after_the_command(run: Run, broker: durableq.Broker) -> None:
-    run("--json", "queue", "list", code=2)
-    run("queue", "list", "--json")
+    broker.create_queue("jobs")
+    assert "No such option '--json'" in run("--json", "queue", "list", code=2).stderr
+    assert json.loads(run("queue", "list", "--json").stdout) == ["jobs"]
 
 
 def test_an_unexpected_error_is_still_one_line(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import time
+from pathlib import Path
 
 import pytest
 from durableq.cli import stats as stats_module
@@ -21,15 +23,19 @@ def _setup(broker: durableq.Broker) -> None:
     broker.create_queue("other")
 
 
-def test_every_queue_by_state_with_rates(run: Run, broker: durableq.Broker) -> None:
+def test_every_queue_by_state_with_rates(run: Run, broker: durableq.Broker, db: Path) -> None:
     _setup(broker)
+    with durableq.open(db, clock=lambda: time.time() - 125) as earlier:  # a message sent 125 s ago
+        earlier.get_queue("other").send("old")
     snapshot = json.loads(run("stats", "--json").stdout)
     assert snapshot["window_minutes"] == 5
     rows = {row["queue"]: row for row in snapshot["queues"]}
     assert sorted(rows) == ["jobs", "other"]
     jobs = rows["jobs"]
     assert (jobs["visible"], jobs["in_flight"], jobs["delayed"]) == (2, 1, 1)
-    assert jobs["oldest_message_age"] >= 0
+    # The command runs on the real clock: the ages are those of the messages, in whole seconds.
+    assert jobs["oldest_message_age"] < 60
+    assert 125 <= rows["other"]["oldest_message_age"] < 185
     # the broker's counters reach the file when it flushes them (at the latest when it closes)
     broker.close()
     rates = json.loads(run("stats", "jobs", "--window", "1", "--json").stdout)["queues"][0]["per_minute"]

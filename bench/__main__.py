@@ -101,9 +101,11 @@ def _about(cfg: Config, started: datetime.datetime, durations: dict[str, float])
     return {
         "run": f"{started:%Y-%m-%d %H:%M} UTC, {sum(durations.values()) / 60:.1f} min "
         f"({', '.join(f'{k} {v:.0f} s' for k, v in durations.items())})",
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, load average at the end {load}; {platform.platform()}",
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, load average at the end {load}; "
+        f"{platform.platform()}",
         "software": f"{_library()}; Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}",
-        "settings": f"{'quick' if cfg.quick else 'full'} sizes, {cfg.rounds} rounds, database files in {cfg.workdir.parent}",
+        "settings": f"{'quick' if cfg.quick else 'full'} sizes, {cfg.rounds} rounds, "
+        f"database files in {cfg.workdir.parent}",
         "how to read": "value = median over rounds (or as the note says); spread = lowest – highest round; "
         "× ref = speed relative to the reference system, as the median of per-round ratios. "
         "Compare ratios, not absolute numbers, across runs: the machine is shared.",

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
 import durableq
+from durableq import limits
 from durableq.ops.messages import COLUMNS
 from durableq.ops.receive import _CLAIM_HEAD
 from durableq.ops.send import _INSERT, new_message_id
@@ -62,7 +63,9 @@ SEMANTICS = {
         "SQLiteAckQueue: get = SELECT then UPDATE (a thread lock, no transaction: not atomic across "
         "processes); ack marks a status; no visibility timeout"
     ),
-    "litequeue": "pop = BEGIN IMMEDIATE + UPDATE … RETURNING (atomic); done marks a status; no visibility timeout",
+    "litequeue": (
+        "pop = BEGIN IMMEDIATE + UPDATE … RETURNING (atomic); done marks a status; no visibility timeout"
+    ),
 }
 
 
@@ -205,7 +208,13 @@ class Floor(Adapter):
         self._in_transaction(_INSERT, [self._insert_params(body) for body in bodies])
 
     def receive_batch(self, limit: int) -> list[Received]:
-        params = {"queue_id": self._queue_id, "now": _now_ms(), "limit": limit, "timeout": None}
+        params = {
+            "queue_id": self._queue_id,
+            "now": _now_ms(),
+            "limit": limit,
+            "timeout": None,
+            "cap": limits.MAX_IN_FLIGHT_STANDARD,
+        }
         rows = self._conn.execute(_CLAIM_HEAD, params).fetchall()
         return [Received(row[_MESSAGE_ID], row[_RECEIPT_HANDLE]) for row in rows]
 

@@ -154,7 +154,11 @@ def change_visibility(queue: str, receipt: str, seconds: int, as_json: bool) -> 
     help="Which messages to show.",
 )
 @click.option(
-    "--limit", type=int, default=10, show_default=True, help=f"At most this many, 1-{limits.MAX_PEEK}."
+    "--limit",
+    type=int,
+    default=limits.DEFAULT_PEEK,
+    show_default=True,
+    help=f"At most this many, 1-{limits.MAX_PEEK}.",
 )
 @json_option
 @speaks(limit="--limit")

@@ -11,7 +11,7 @@ import base64
 import binascii
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -20,8 +20,13 @@ from durableq import Attribute, InvalidParameterValue, MissingParameter, Redrive
 
 NONE_WORD = "none"
 
+if TYPE_CHECKING:
+    _ParamType = click.ParamType[Any, Any]
+else:  # click's ParamType is generic only in recent releases; subscripting it would break older ones
+    _ParamType = click.ParamType
 
-class Parsed(click.ParamType[Any, Any]):
+
+class Parsed(_ParamType):
     """A click parameter type from a parse function; its ValueError becomes a usage error."""
 
     def __init__(self, parse: Callable[[str], Any], metavar: str) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 import durableq
+from durableq import limits
 
 from .base import CommandFailed, open_queue, speaks
 from .output import json_option
@@ -65,7 +66,13 @@ def load_handler(spec: str) -> Callable[[durableq.Message], Any]:
 @click.command()
 @click.argument("queue")
 @click.argument("handler")
-@click.option("--concurrency", type=int, default=1, show_default=True, help="Handlers running at once.")
+@click.option(
+    "--concurrency",
+    type=int,
+    default=limits.DEFAULT_CONCURRENCY,
+    show_default=True,
+    help="Handlers running at once.",
+)
 @click.option(
     "--processes", is_flag=True, help="Run handlers in --concurrency worker processes instead of threads."
 )
@@ -76,10 +83,18 @@ def load_handler(spec: str) -> Callable[[durableq.Message], Any]:
     "--heartbeat", type=float, help="Seconds between visibility extensions (default: half the timeout)."
 )
 @click.option(
-    "--wait", type=int, default=20, show_default=True, help="Long-poll wait of each receive, in seconds."
+    "--wait",
+    type=int,
+    default=limits.MAX_RECEIVE_WAIT_TIME,
+    show_default=True,
+    help="Long-poll wait of each receive, in seconds.",
 )
 @click.option(
-    "--grace-period", type=float, default=30, show_default=True, help="Seconds running handlers get at stop."
+    "--grace-period",
+    type=float,
+    default=limits.DEFAULT_GRACE_PERIOD,
+    show_default=True,
+    help="Seconds running handlers get at stop.",
 )
 @click.option(
     "--idle-timeout", type=float, help="Stop after this many seconds without messages (default: never)."

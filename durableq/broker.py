@@ -13,7 +13,7 @@ from . import limits
 from .engines.migrate import ensure_schema
 from .engines.sqlite import Database, prepare_file
 from .errors import InvalidParameterValue
-from .limits import DEFAULT, NotGiven
+from .limits import DEFAULT, _Default
 from .ops import queue_rows, settings, validation
 from .ops.runtime import Runtime
 from .queue import Queue
@@ -103,15 +103,15 @@ class Broker:
         name: str,
         *,
         fifo: bool = False,
-        visibility_timeout: int | NotGiven = DEFAULT,
-        delay_seconds: int | NotGiven = DEFAULT,
-        retention_period: int | NotGiven = DEFAULT,
-        receive_wait_time: int | NotGiven = DEFAULT,
-        maximum_message_size: int | NotGiven = DEFAULT,
-        content_based_deduplication: bool | NotGiven = DEFAULT,
-        deduplication_scope: str | NotGiven = DEFAULT,
-        redrive_policy: RedrivePolicy | NotGiven | None = DEFAULT,
-        redrive_allow_policy: RedriveAllowPolicy | NotGiven | None = DEFAULT,
+        visibility_timeout: int | _Default = DEFAULT,
+        delay_seconds: int | _Default = DEFAULT,
+        retention_period: int | _Default = DEFAULT,
+        receive_wait_time: int | _Default = DEFAULT,
+        maximum_message_size: int | _Default = DEFAULT,
+        content_based_deduplication: bool | _Default = DEFAULT,
+        deduplication_scope: str | _Default = DEFAULT,
+        redrive_policy: RedrivePolicy | _Default | None = DEFAULT,
+        redrive_allow_policy: RedriveAllowPolicy | _Default | None = DEFAULT,
         tags: Mapping[str, str] | None = None,
         **sqs_settings: Any,
     ) -> Queue:
@@ -184,7 +184,10 @@ class Broker:
     def start_message_move(
         self, source: str, destination: str | None = None, max_per_second: int | None = None
     ) -> MoveTask:
-        """Move messages out of dead-letter queue ``source``: back where they came from, or to ``destination``."""
+        """Move messages out of dead-letter queue ``source``.
+
+        They go back where they came from, or to ``destination``.
+        """
         return self._rt.moves.start(source, destination, max_per_second)
 
     def list_message_moves(self, source: str) -> list[MoveTask]:

@@ -7,27 +7,26 @@ says otherwise.
 
 from __future__ import annotations
 
-import enum
-from typing import Final, Literal
+from typing import Final
 
 
-class Default(enum.Enum):
+class _Default:
     """The type of :data:`DEFAULT`: what an argument is when not given.
 
     The documented default applies, and ``create_queue`` on an existing queue
-    compares only the settings given.  An enum member, so ``x is DEFAULT``
-    narrows ``int | Default`` to ``int`` for type checkers.
+    compares only the settings given.  A parameter that may be left out is
+    typed ``int | _Default = DEFAULT``; ``isinstance(value, _Default)`` (or
+    ``value is DEFAULT``) tells whether it was given.
     """
 
-    DEFAULT = "DEFAULT"
+    __slots__ = ()
 
     def __repr__(self) -> str:
         return "DEFAULT"
 
 
-#: "Not given" (a typed sentinel: ``int | NotGiven = DEFAULT``).
-DEFAULT: Final = Default.DEFAULT
-NotGiven = Literal[Default.DEFAULT]
+#: "Not given": the one instance of :class:`_Default`.
+DEFAULT: Final = _Default()
 
 # Queue attributes: defaults and allowed ranges (SPEC §2).
 DEFAULT_VISIBILITY_TIMEOUT = 30
@@ -56,6 +55,8 @@ MAX_KMS_DATA_KEY_REUSE_PERIOD = 86_400
 MAX_KMS_KEY_ID_LENGTH = 2_048
 MAX_POLICY_BYTES = 20_480
 MAX_PERMISSION_LABEL_LENGTH = 80
+#: Actions one AddPermission statement may allow (SQS refuses more with OverLimit).
+MAX_PERMISSION_ACTIONS = 7
 FIFO_THROUGHPUT_LIMITS = ("perQueue", "perMessageGroupId")
 DEFAULT_FIFO_THROUGHPUT_LIMIT = "perQueue"
 #: AWSTraceHeader, the one message system attribute SQS lets senders set.
@@ -71,7 +72,8 @@ MAX_MESSAGE_ATTRIBUTES = 10
 MAX_ATTRIBUTE_NAME_LENGTH = 256
 MAX_ATTRIBUTE_TYPE_LENGTH = 256
 
-#: Messages one ``peek`` may show.
+#: Messages one ``peek`` shows by default, and at most.
+DEFAULT_PEEK = 10
 MAX_PEEK = 1_000
 
 MAX_IN_FLIGHT_STANDARD = 120_000
@@ -83,6 +85,9 @@ DEDUPLICATION_INTERVAL = 300
 RECEIVE_ATTEMPT_INTERVAL = 300
 MAX_FIFO_ID_LENGTH = 128
 DEDUPLICATION_SCOPES = ("queue", "messageGroup")
+#: How far the broker clock may step back (NTP, a resumed VM) without FIFO deduplication forgetting
+#: an id early: ids and receive attempts are kept this much longer than their 5-minute windows.
+MAX_CLOCK_STEP_BACK = 3_600
 DEFAULT_DEDUPLICATION_SCOPE = "queue"
 
 # Dead letters and message move tasks.
@@ -110,6 +115,20 @@ DEFAULT_DURABILITY = "full"
 DEFAULT_BUSY_TIMEOUT = 10.0
 #: New database files (and so their WAL) are readable by their owner only.
 DEFAULT_FILE_MODE = 0o600
+
+# The worker (durableq.Worker and `durableq worker`).
+DEFAULT_CONCURRENCY = 1
+MAX_CONCURRENCY = 1_024
+#: Seconds running handlers get to finish when the worker stops.
+DEFAULT_GRACE_PERIOD = 30.0
+MAX_GRACE_PERIOD = 86_400
+#: The longest retry back-off of the default back-off (2, 4, 8 ... seconds).
+MAX_BACKOFF = 900
+#: How often a waiting worker checks whether it was asked to stop (its long polls last this long).
+WORKER_STOP_CHECK = 1.0
+
+#: The latest time a broker clock may read: 9999-12-31 (seconds since the epoch).
+MAX_CLOCK = 253_402_300_799
 
 # The command line.
 #: ``durableq stats --window``: minutes its per-minute rates are averaged over (at most a year).

@@ -11,6 +11,7 @@ from typing import Any
 from . import limits
 from .errors import BatchRequestTooLong, DurableQError, InvalidParameterValue
 from .ops import batch, peek, permissions, queue_rows, send, settings, stats, validation, visibility
+from .ops.counters import PURGED
 from .ops.runtime import Runtime
 from .types import (
     AttributeInput,
@@ -86,7 +87,7 @@ class Queue:
         with self._rt.db.read() as conn:
             return stats.minute_metrics(conn, self._fresh(conn), start)
 
-    def peek(self, *, state: str | None = None, limit: int = 10) -> list[PeekedMessage]:
+    def peek(self, *, state: str | None = None, limit: int = limits.DEFAULT_PEEK) -> list[PeekedMessage]:
         """Look at messages (oldest first) without receiving them: nothing about them changes.
 
         ``state`` is ``"visible"``, ``"in_flight"``, ``"delayed"`` or None for all.
@@ -113,8 +114,12 @@ class Queue:
 
     def purge(self) -> None:
         """Remove every message, in every state, and forget FIFO deduplication ids."""
-        with self._rt.db.write() as conn:
-            queue_rows.purge(conn, self._fresh(conn))
+        rt = self._rt
+        with rt.db.write() as conn:
+            now = rt.now_ms()
+            purged = queue_rows.purge(conn, self._fresh(conn))
+        if purged:
+            rt.counters.add(self._name, now, PURGED, purged)
 
     # -- tags -------------------------------------------------------------------
 
@@ -190,7 +195,8 @@ class Queue:
         total = sum(item.size for item in checked if isinstance(item, send.Outgoing))
         if total > limits.MAX_BATCH_BYTES:
             raise BatchRequestTooLong(
-                f"the messages of the batch add up to {total} bytes; at most {limits.MAX_BATCH_BYTES} are allowed"
+                f"the messages of the batch add up to {total} bytes; "
+                f"at most {limits.MAX_BATCH_BYTES} are allowed"
             )
         valid = [item for item in checked if isinstance(item, send.Outgoing)]
         rt = self._rt
@@ -255,6 +261,16 @@ class Queue:
         """Hide the message until ``timeout`` seconds from now (0 makes it visible at once)."""
         with self._atomic() as conn:
             visibility.change(conn, self._rt.catalog, self._name, receipt_handle, timeout, self._rt.now_ms())
+
+    def extend_visibility(self, receipt_handle: str, timeout: int) -> int:
+        """:meth:`change_visibility` for heartbeats: a timeout that would end more than 12 hours after
+        the receive ends at that cap instead of being refused.  Returns the seconds the message is now
+        hidden for (less than ``timeout`` once the cap is near, 0 when it is reached)."""
+        rt = self._rt
+        with self._atomic() as conn:
+            return visibility.change(
+                conn, rt.catalog, self._name, receipt_handle, timeout, rt.now_ms(), up_to_cap=True
+            )
 
     def change_visibility_batch(
         self, entries: Sequence[tuple[str, int] | tuple[str, str, int]]

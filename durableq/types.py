@@ -185,11 +185,15 @@ class MinuteMetrics:
     moved_to_dead_letter: int
     expired: int
     empty_receives: int
+    moved_in: int = 0  # arrived by a dead-letter move or a message move task
+    moved_out: int = 0  # left by a message move task
+    purged: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class RedrivePolicy:
-    """Send a message to ``dead_letter_queue`` instead of receiving it more than ``max_receive_count`` times."""
+    """Send a message to ``dead_letter_queue`` instead of receiving it more than
+    ``max_receive_count`` times."""
 
     dead_letter_queue: str
     max_receive_count: int

@@ -32,12 +32,11 @@ from .types import Message, RedrivePolicy
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Message], Any]
-#: How often a waiting worker checks whether it was asked to stop (its long polls last this long).
-STOP_CHECK = 1.0
-DEFAULT_GRACE_PERIOD = 30.0
-MAX_GRACE_PERIOD = 86_400
-MAX_CONCURRENCY = 1_024
-MAX_BACKOFF = 900
+STOP_CHECK = limits.WORKER_STOP_CHECK
+DEFAULT_GRACE_PERIOD = limits.DEFAULT_GRACE_PERIOD
+MAX_GRACE_PERIOD = limits.MAX_GRACE_PERIOD
+MAX_CONCURRENCY = limits.MAX_CONCURRENCY
+MAX_BACKOFF = limits.MAX_BACKOFF
 
 
 def default_backoff(receive_count: int) -> int:
@@ -49,8 +48,8 @@ def default_backoff(receive_count: int) -> int:
 @dataclass
 class _Job:
     message: Message
-    received_at: float = field(default_factory=time.monotonic)
     extended_at: float = field(default_factory=time.monotonic)
+    capped: bool = False  # its visibility reached the 12-hour cap of its receive: no more heartbeats
     lost: bool = False  # another consumer has the message now: never delete it
     released: bool = False  # the worker gave it back at stop: the handler's outcome no longer counts
     settling: bool = False  # the handler returned; its message is being deleted or retried
@@ -75,7 +74,7 @@ class Worker:
         queue: Queue,
         handler: Handler,
         *,
-        concurrency: int = 1,
+        concurrency: int = limits.DEFAULT_CONCURRENCY,
         visibility_timeout: int | None = None,
         heartbeat_interval: float | None = None,
         wait_time: int = limits.MAX_RECEIVE_WAIT_TIME,
@@ -295,19 +294,17 @@ class Worker:
                 due = [
                     j
                     for j in self._jobs.values()
-                    if not j.lost and now - j.extended_at >= self.heartbeat_interval
+                    if not (j.lost or j.capped) and now - j.extended_at >= self.heartbeat_interval
                 ]
             for job in due:
                 self._extend(job, now)
 
     def _extend(self, job: _Job, now: float) -> None:
-        left = int(limits.MAX_TOTAL_VISIBILITY - (now - job.received_at)) - 1
-        timeout = min(self.visibility_timeout, left)
-        if timeout <= 0:
-            return  # the 12-hour cap: the message will be visible again when it ends
         try:
-            self.queue.change_visibility(job.message.receipt_handle, timeout)
+            granted = self.queue.extend_visibility(job.message.receipt_handle, self.visibility_timeout)
             job.extended_at = now
+            if granted < self.visibility_timeout:  # the library's 12-hour cap: no further extension
+                job.capped = True
         except DurableQError as exc:
             job.lost = True
             log.warning(

@@ -46,7 +46,11 @@ def run_migrations_offline() -> None:
 
 def run_migrations_online() -> None:
     with _engine().connect() as connection:
-        context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)
+        # SQLite's DDL is transactional, though alembic assumes otherwise: say so, and a run of several
+        # revisions is one transaction (a kill leaves the file at the first revision or the last).
+        context.configure(
+            connection=connection, target_metadata=metadata, render_as_batch=True, transactional_ddl=True
+        )
         with context.begin_transaction():
             context.run_migrations()
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.synchronize
 import threading
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -102,17 +104,66 @@ def test_the_fifo_in_flight_limit_is_20000(broker: durableq.Broker) -> None:
         queue.receive()
 
 
-def test_the_standard_in_flight_limit_is_120000(broker: durableq.Broker) -> None:
-    queue = broker.create_queue("huge")
-    for _ in range(0, limits.MAX_IN_FLIGHT_STANDARD + 10, 10):
-        queue.send_batch([SendEntry(str(j), "x") for j in range(10)])
-    received = 0
-    while received < limits.MAX_IN_FLIGHT_STANDARD:
-        received += len(queue.receive(10))
-    assert received == 120_000
-    with pytest.raises(durableq.OverLimit, match="120000"):
-        queue.receive()
-    assert queue.stats().approximate_number_of_messages == 10
+def _receive_until_over_limit(
+    path: str, name: str, start: multiprocessing.synchronize.Event, out: Any
+) -> None:
+    with durableq.open(path, durability="normal") as broker:
+        queue = broker.get_queue(name)
+        received = 0
+        start.wait()
+        while True:
+            try:
+                received += len(queue.receive(10, visibility_timeout=3_600))
+            except durableq.OverLimit:
+                break
+        out.put(received)
+
+
+@pytest.mark.parametrize("fifo", [False, True], ids=["standard", "fifo"])
+def test_the_in_flight_limit_holds_for_receivers_in_several_processes(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch, fifo: bool
+) -> None:
+    """The limit is checked inside the claim near it: 4 processes receiving at once never put more
+    than the limit in flight together.  The limits are lowered (the forked receivers inherit the
+    values) so that the run takes seconds; the mechanism is the same at 120,000 and 20,000."""
+    monkeypatch.setattr(limits, "MAX_IN_FLIGHT_STANDARD", 3_000)
+    monkeypatch.setattr(limits, "MAX_IN_FLIGHT_FIFO", 2_000)
+    limit = limits.MAX_IN_FLIGHT_FIFO if fifo else limits.MAX_IN_FLIGHT_STANDARD
+    name = "huge.fifo" if fifo else "huge"
+    with durableq.open(db_path, durability="normal") as broker:
+        queue = broker.create_queue(name, fifo=fifo)
+        for start in range(0, limit + 400, 10):  # FIFO: one message per group, so groups never block
+            queue.send_batch(
+                [
+                    SendEntry(str(j), "x", group_id=f"g{start + j}", deduplication_id=f"d{start + j}")
+                    if fifo
+                    else SendEntry(str(j), "x")
+                    for j in range(10)
+                ]
+            )
+        context = multiprocessing.get_context("fork")
+        start_event, out = context.Event(), context.Queue()
+        receivers = [
+            context.Process(target=_receive_until_over_limit, args=(str(db_path), name, start_event, out))
+            for _ in range(4)
+        ]
+        for receiver in receivers:
+            receiver.start()
+        start_event.set()
+        totals = [out.get(timeout=300) for _ in receivers]
+        for receiver in receivers:
+            receiver.join(30)
+        assert sum(totals) == limit
+        stats = queue.stats()
+        assert stats.approximate_number_of_messages_not_visible == limit
+        assert stats.approximate_number_of_messages == 400
+        with pytest.raises(durableq.OverLimit, match=str(limit)):
+            queue.receive()
+        assert queue.receive(wait_time=1) == []  # a long poll waits instead, and comes back empty
+
+
+def test_the_in_flight_limits_are_those_of_sqs() -> None:
+    assert (limits.MAX_IN_FLIGHT_STANDARD, limits.MAX_IN_FLIGHT_FIFO) == (120_000, 20_000)
 
 
 def _send_from_inherited_broker(queue: durableq.Queue) -> None:

@@ -241,3 +241,97 @@ def test_a_message_without_a_source_fails_the_task(broker: durableq.Broker) -> N
     [failed] = broker.list_message_moves("dlq")
     assert failed.status == "FAILED" and "no source queue" in (failed.failure_reason or "")
     assert dead.stats().approximate_number_of_messages == 1
+
+
+# -- relocation: the rules every move keeps (issue 12) ------------------------------
+
+
+def test_a_move_task_never_brings_back_an_expired_dead_letter(
+    broker: durableq.Broker, clock: FakeClock
+) -> None:
+    broker.create_queue("dlq", retention_period=60)
+    jobs = broker.create_queue("jobs", visibility_timeout=10, redrive_policy=RedrivePolicy("dlq", 1))
+    jobs.send("old")
+    _fail(jobs, clock, 1)
+    assert jobs.receive() == []  # "old" goes to the dead-letter queue
+    clock.advance(55)  # 65 s after the send: expired in the dead-letter queue, not swept yet
+    task = broker.start_message_move("dlq")
+    broker.wait_for_message_move(task.task_handle, timeout=10)
+    [done] = broker.list_message_moves("dlq")
+    assert (done.status, done.moved) == ("COMPLETED", 0)
+    assert jobs.receive() == []
+
+
+def _fifo_dead_letters(broker: durableq.Broker, clock: FakeClock, bodies: list[str]) -> durableq.Queue:
+    broker.create_queue("dlq.fifo", fifo=True)
+    jobs = broker.create_queue(
+        "jobs.fifo",
+        fifo=True,
+        content_based_deduplication=True,
+        visibility_timeout=10,
+        redrive_policy=RedrivePolicy("dlq.fifo", 1),
+    )
+    for body in bodies:
+        jobs.send(body, group_id="x")
+    for body in bodies:  # receive each once, let it time out, and the next receive dead-letters it
+        assert [m.body for m in jobs.receive()] == [body]
+        clock.advance(10)
+    assert jobs.receive(10) == []
+    return jobs
+
+
+def test_a_fifo_group_moves_whole_and_never_overtakes_its_in_flight_head(
+    broker: durableq.Broker, clock: FakeClock
+) -> None:
+    jobs = _fifo_dead_letters(broker, clock, ["x0", "x1", "x2"])
+    dead = broker.get_queue("dlq.fifo")
+    [head] = dead.receive(1, visibility_timeout=300)  # x0 is held by a consumer of the dead-letter queue
+    assert head.body == "x0"
+    task = broker.start_message_move("dlq.fifo")
+    broker.wait_for_message_move(task.task_handle, timeout=10)
+    assert jobs.receive(10) == []  # x1 and x2 stayed behind their in-flight head
+    dead.change_visibility(head.receipt_handle, 0)  # the consumer lets go
+    task = broker.start_message_move("dlq.fifo")
+    broker.wait_for_message_move(task.task_handle, timeout=10)
+    assert [m.body for m in jobs.receive(10)] == ["x0", "x1", "x2"]
+    metrics = jobs.metrics()
+    assert sum(m.moved_in for m in metrics) == 3 and sum(m.moved_to_dead_letter for m in metrics) == 3
+
+
+def test_a_fifo_move_keeps_sequence_order_when_the_clock_went_back(
+    broker: durableq.Broker, clock: FakeClock
+) -> None:
+    broker.create_queue("dlq.fifo", fifo=True)
+    target = broker.create_queue("target.fifo", fifo=True)
+    sources = [
+        broker.create_queue(
+            f"jobs{i}.fifo",
+            fifo=True,
+            content_based_deduplication=True,
+            redrive_policy=RedrivePolicy("dlq.fifo", 1),
+        )
+        for i in (1, 2)
+    ]
+    for source, body in zip(sources, ("first", "second")):
+        source.send(body, group_id="g")
+        assert [m.body for m in source.receive(1, visibility_timeout=0)] == [body]
+    clock.advance(100)
+    assert sources[0].receive() == []  # "first" becomes the dead-letter queue's sequence 1, at t + 100
+    clock.advance(-100)  # the clock steps back
+    assert sources[1].receive() == []  # "second" becomes sequence 2, enqueued "earlier", at t
+    clock.advance(200)
+    task = broker.start_message_move("dlq.fifo", destination="target.fifo")
+    broker.wait_for_message_move(task.task_handle, timeout=10)
+    assert [m.body for m in target.receive(10)] == ["first", "second"]
+
+
+def test_move_counters_balance_depth(broker: durableq.Broker, clock: FakeClock) -> None:
+    jobs, dead = _dead_letters(broker, clock, 4)
+    task = broker.start_message_move("jobs-dlq")
+    broker.wait_for_message_move(task.task_handle, timeout=10)
+    moved_out = sum(m.moved_out for m in dead.metrics())
+    moved_in = sum(m.moved_in for m in dead.metrics())
+    assert (moved_in, moved_out) == (4, 4)
+    assert sum(m.moved_in for m in jobs.metrics()) == 4
+    jobs.purge()
+    assert sum(m.purged for m in jobs.metrics()) == 4

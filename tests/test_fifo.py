@@ -258,19 +258,30 @@ def test_a_batch_reports_fifo_rule_failures_per_entry(fifo: durableq.Queue) -> N
     result = fifo.send_batch(
         [
             SendEntry("ok", "x", group_id="g", deduplication_id="1"),
-            SendEntry("no-group", "x", deduplication_id="2"),
-            SendEntry("no-dedup", "x", group_id="g"),
             SendEntry("delay", "x", group_id="g", deduplication_id="3", delay_seconds=1),
             SendEntry("dup", "x", group_id="g", deduplication_id="1"),
         ]
     )
     assert [s.id for s in result.successful] == ["ok", "dup"]
     assert result.successful[0].message_id == result.successful[1].message_id
-    assert [(f.id, f.code) for f in result.failed] == [
-        ("no-group", "MissingParameter"),
-        ("no-dedup", "MissingParameter"),
-        ("delay", "InvalidParameterValue"),
-    ]
+    assert [(f.id, f.code) for f in result.failed] == [("delay", "InvalidParameterValue")]
+
+
+@pytest.mark.parametrize(
+    ("entry", "error"),
+    [
+        (SendEntry("no-group", "x", deduplication_id="2"), "group_id is required"),
+        (SendEntry("no-dedup", "x", group_id="g"), "deduplication_id is required"),
+    ],
+)
+def test_a_fifo_batch_with_an_entry_missing_its_ids_sends_nothing(
+    fifo: durableq.Queue, entry: SendEntry, error: str
+) -> None:
+    # As SQS: the whole request is refused, not just that entry.
+    with pytest.raises(durableq.MissingParameter, match=error):
+        fifo.send_batch([SendEntry("ok", "x", group_id="g", deduplication_id="1"), entry])
+    assert fifo.stats().approximate_number_of_messages == 0
+    assert fifo.send("x", group_id="g", deduplication_id="1").sequence_number == "00000000000000000001"
 
 
 def test_a_dead_lettered_fifo_message_restarts_its_enqueue_time_and_keeps_order(
@@ -333,3 +344,29 @@ def test_a_fifo_move_task_returns_messages_to_their_groups(broker: durableq.Brok
     queue.delete(m1.receipt_handle)
     [m0] = queue.receive(10)
     assert (m0.body, m0.receive_count, m0.dead_letter_source) == ("m0", 1, None)
+
+
+def test_deduplication_remembers_ids_when_the_clock_steps_back(
+    dedup: durableq.Queue, clock: FakeClock
+) -> None:
+    first = dedup.send("once", group_id="g")
+    clock.advance(600)  # a clock that jumped ahead (or time that really passed)
+    [m] = dedup.receive()  # a receive sweeps what has expired by this clock
+    dedup.delete(m.receipt_handle)
+    clock.advance(-590)  # the clock steps back: 10 s after the first send
+    again = dedup.send("once", group_id="g")
+    assert (again.message_id, again.sequence_number) == (first.message_id, first.sequence_number)
+    assert dedup.stats().approximate_number_of_messages == 0
+
+
+def test_an_expired_in_flight_message_cannot_be_deleted_on_a_fifo_queue(
+    broker: durableq.Broker, clock: FakeClock
+) -> None:
+    queue = broker.create_queue(
+        "short.fifo", fifo=True, retention_period=60, content_based_deduplication=True
+    )
+    queue.send("x", group_id="g")
+    [m] = queue.receive(visibility_timeout=300)
+    clock.advance(61)  # expired while in flight; nothing swept it yet
+    with pytest.raises(durableq.ReceiptHandleIsInvalid):
+        queue.delete(m.receipt_handle)

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 import durableq
+from durableq.engines import migrate
 from durableq.engines.fileformat import APPLICATION_ID
+from durableq.engines.sqlite import Database
 
 
 def _digest(path: Path) -> str:
@@ -141,3 +143,45 @@ def test_processes_opening_a_new_file_at_once_never_race(db_path: Path) -> None:
         queue = broker.get_queue("shared")
         bodies = {m.body for m in queue.receive(10)}
     assert bodies == {f"from process {i}" for i in range(6)}
+
+
+@pytest.mark.parametrize("reading", [float("nan"), float("inf"), -1.0, 1e17, "now", None, True])
+def test_a_clock_that_returns_no_usable_time_gives_a_clear_error(db_path: Path, reading: object) -> None:
+    with durableq.open(db_path) as broker:
+        queue = broker.create_queue("jobs")
+    with durableq.open(db_path, clock=lambda: reading) as broker:  # type: ignore[arg-type, return-value]
+        queue = broker.get_queue("jobs")
+        with pytest.raises(durableq.InvalidParameterValue, match="clock returned"):
+            queue.send("x")
+        with pytest.raises(durableq.InvalidParameterValue, match="clock returned"):
+            queue.receive()
+
+
+def test_a_migration_blocked_by_another_writer_raises_database_locked(db_path: Path) -> None:
+    with durableq.open(db_path) as broker:
+        broker.create_queue("jobs").send("kept")
+    db = Database(db_path, durability="normal", busy_timeout=5)
+    try:
+        migrate.downgrade(db, "0002")
+    finally:
+        db.close()
+    holder = sqlite3.connect(db_path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another connection holds the write lock
+    try:
+        with pytest.raises(durableq.DatabaseLocked, match="locked"):
+            durableq.open(db_path, busy_timeout=0.2)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    with durableq.open(db_path) as broker:  # nothing was harmed: the next open migrates it
+        assert [m.body for m in broker.get_queue("jobs").receive()] == ["kept"]
+
+
+def test_an_unknown_revision_is_a_clear_error(db_path: Path) -> None:
+    durableq.open(db_path).close()
+    db = Database(db_path, durability="normal", busy_timeout=5)
+    try:
+        with pytest.raises(durableq.InvalidParameterValue, match=r"nope.*known revisions"):
+            migrate.upgrade(db, "nope")
+    finally:
+        db.close()

@@ -264,6 +264,13 @@ def test_typed_attributes_round_trip(queue: durableq.Queue) -> None:
         ({"a": Attribute("Binary", "text")}, "needs a bytes value"),
         ({"a": Attribute("String", "\x00")}, "does not allow"),
         ({"a": float("inf")}, "not a number"),
+        # SQS takes ASCII decimal numbers only (Python's Decimal would take these).
+        ({"a": Attribute("Number", "1_000")}, "not a number"),
+        ({"a": Attribute("Number", " 12 ")}, "not a number"),
+        ({"a": Attribute("Number", "\u0661\u0662")}, "not a number"),
+        ({"a": Attribute("Number", "Infinity")}, "not a number"),
+        ({"a": Attribute("Number", "+-1")}, "not a number"),
+        ({"a": Attribute("Number", "1e")}, "not a number"),
     ],
 )
 def test_bad_attributes_are_refused(queue: durableq.Queue, attributes: dict, match: str) -> None:
@@ -341,3 +348,10 @@ def test_a_trace_header_is_kept(queue: durableq.Queue) -> None:
     for bad in ("", "x" * 1025, "tab\there", "é"):
         with pytest.raises(durableq.InvalidParameterValue, match="trace_header"):
             queue.send("x", trace_header=bad)
+
+
+@pytest.mark.parametrize("number", ["42", "-1.5", "+7", ".5", "1.", "1e5", "2.5E-3", "0"])
+def test_ascii_decimal_numbers_are_accepted(queue: durableq.Queue, number: str) -> None:
+    queue.send("x", attributes={"n": Attribute("Number", number)})
+    [message] = queue.receive(1)
+    assert message.attributes["n"] == Attribute("Number", number)

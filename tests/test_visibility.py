@@ -93,3 +93,29 @@ def test_timeout_limits(queue: durableq.Queue, bad: object) -> None:
 def test_a_malformed_handle_is_invalid(queue: durableq.Queue) -> None:
     with pytest.raises(durableq.ReceiptHandleIsInvalid):
         queue.change_visibility("not-a-handle", 10)
+
+
+def test_an_expired_in_flight_message_is_gone_for_change_visibility(
+    broker: durableq.Broker, clock: FakeClock
+) -> None:
+    queue = broker.create_queue("short", retention_period=60)
+    queue.send("x")
+    [message] = queue.receive(visibility_timeout=300)
+    clock.advance(61)  # past retention while in flight; no receive has swept it yet
+    with pytest.raises(durableq.InvalidParameterValue, match="no longer exists"):
+        queue.change_visibility(message.receipt_handle, 10)
+    with pytest.raises(durableq.InvalidParameterValue, match="no longer exists"):
+        queue.extend_visibility(message.receipt_handle, 10)
+
+
+def test_extend_visibility_stops_at_the_12_hour_cap(queue: durableq.Queue, clock: FakeClock) -> None:
+    queue.send("long job")
+    [message] = queue.receive(visibility_timeout=60)
+    assert queue.extend_visibility(message.receipt_handle, 600) == 600
+    clock.advance(43_200 - 100)
+    assert queue.extend_visibility(message.receipt_handle, 600) == 100  # the cap: 12 h after the receive
+    clock.advance(100)
+    assert queue.extend_visibility(message.receipt_handle, 600) == 0
+    clock.advance(1)
+    [again] = queue.receive()
+    assert again.message_id == message.message_id

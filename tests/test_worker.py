@@ -20,6 +20,7 @@ import pytest
 import durableq
 from durableq import RedrivePolicy, SendEntry
 from tests import worker_handlers
+from tests.conftest import FakeClock
 from tests.worker_handlers import events
 
 
@@ -147,7 +148,8 @@ WORKER_SCRIPT = textwrap.dedent(
     import durableq
     from tests import worker_handlers
     logging.basicConfig(level=logging.INFO)
-    path, processes, concurrency, grace = sys.argv[1], sys.argv[2] == "processes", int(sys.argv[3]), float(sys.argv[4])
+    path, processes = sys.argv[1], sys.argv[2] == "processes"
+    concurrency, grace = int(sys.argv[3]), float(sys.argv[4])
     with durableq.open(path) as broker:
         queue = broker.get_queue("jobs")
         durableq.Worker(queue, worker_handlers.record, concurrency=concurrency, processes=processes,
@@ -245,3 +247,27 @@ def test_a_job_taken_by_someone_else_is_not_deleted(db_path: Path, tmp_path: Pat
         assert "visibility not extended" in err and "not deleted" in err
         assert queue.stats().approximate_number_of_messages_not_visible == 1  # still ours
         queue.delete(taken.receipt_handle)
+
+
+def test_the_heartbeat_extends_up_to_the_12_hour_cap_on_the_broker_clock(db_path: Path) -> None:
+    clock = FakeClock()
+    started, release = threading.Event(), threading.Event()
+
+    def handler(message: durableq.Message) -> None:
+        started.set()
+        assert release.wait(30)
+
+    with durableq.open(db_path, clock=clock, durability="normal") as broker:
+        queue = broker.create_queue("jobs", visibility_timeout=60)
+        queue.send("a very long job")
+        worker = durableq.Worker(queue, handler, heartbeat_interval=0.05)
+        thread = _run_in_thread(worker)
+        assert started.wait(30)
+        received_at = int(clock() * 1000)
+        clock.advance(43_200 - 30)  # 30 s before the cap, by the broker's clock
+        cap = received_at + 43_200_000
+        _until(lambda: [m.visible_timestamp for m in queue.peek(state="in_flight")] == [cap])
+        release.set()
+        _until(lambda: _empty(queue))  # the job finished within its cap: the message is deleted
+        worker.stop()
+        thread.join(30)

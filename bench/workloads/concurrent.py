@@ -121,12 +121,14 @@ def run(cfg: Config) -> WorkloadResult:
         "2 producer and 2 consumer processes on one file",
         f"Each round: {PRODUCERS} producer processes send {total} messages in all while {CONSUMERS} consumer "
         f"processes receive and delete until the producers are done and the queue is empty "
-        f"(durability={DURABILITY}, fresh file per round).  Throughput = distinct messages / time from all "
-        "processes ready to the last delete.  Consumers record (message id, receive time); a duplicate in "
-        f"window is a message received by two consumers less than {WINDOW:g} s (the visibility timeout) apart.",
+        f"(durability={DURABILITY}, fresh file per round).  Throughput = distinct messages / time from "
+        "all processes ready to the last delete.  Consumers record (message id, receive time); a duplicate "
+        f"in window is a message received by two consumers less than {WINDOW:g} s (the visibility timeout) "
+        "apart.",
         collect(case, ALL_SYSTEMS, METRICS, results, skipped),
         notes=[
-            "Every consumer polls without waiting and sleeps 1 ms when a receive comes back empty, whatever the system.",
+            "Every consumer polls without waiting and sleeps 1 ms when a receive comes back empty, "
+            "whatever the system.",
             (
                 "persist-queue's get is a SELECT then an UPDATE guarded by a thread lock only, so across "
                 "processes two consumers can get the same message: its duplicate counts are its behaviour, "

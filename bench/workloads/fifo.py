@@ -26,7 +26,10 @@ SYSTEMS = ("standard", "fifo")
 
 
 class _Contender:
-    """A queue of one kind, filled with ``groups`` × :data:`PER_GROUP` messages, ``in_flight`` of them held."""
+    """A queue of one kind, filled with ``groups`` × :data:`PER_GROUP` messages.
+
+    ``in_flight`` of them are held.
+    """
 
     def __init__(self, cfg: Config, kind: str, groups: int, in_flight: int) -> None:
         self.groups = groups

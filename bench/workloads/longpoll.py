@@ -91,10 +91,11 @@ def run(cfg: Config) -> WorkloadResult:
     return WorkloadResult(
         "W6",
         "long-poll wake-up latency and idle CPU",
-        f"A consumer process blocks in receive(wait_time=20); a producer process sends {per_round} messages per "
-        f"round, each {PAUSE[0] * 1000:g}–{PAUSE[1] * 1000:g} ms after the consumer's cue; latency = time.time() "
-        "when receive returned minus time.time() when send returned.  Idle CPU: a consumer long-polls an empty "
-        f"queue for {idle_seconds:g} s per round; process CPU time (all threads) over wall time.",
+        f"A consumer process blocks in receive(wait_time=20); a producer process sends {per_round} messages "
+        f"per round, each {PAUSE[0] * 1000:g}–{PAUSE[1] * 1000:g} ms after the consumer's cue; latency = "
+        "time.time() when receive returned minus time.time() when send returned.  Idle CPU: a consumer "
+        f"long-polls an empty queue for {idle_seconds:g} s per round; process CPU time (all threads) over "
+        "wall time.",
         [
             measurement("wake-up p50", "ms", [percentile(x, 50) for x in latencies], percentile(pooled, 50)),
             measurement("wake-up p99", "ms", [percentile(x, 99) for x in latencies], percentile(pooled, 99)),

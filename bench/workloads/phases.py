@@ -33,6 +33,7 @@ def run(cfg: Config) -> WorkloadResult:
         "W3",
         "separate phases: send N, then receive and delete N",
         f"One process; each round sends N messages one at a time, then receives and deletes N "
-        f"(N = {counts['normal']} at durability=normal, {counts['full']} at full); each phase is timed on its own.",
+        f"(N = {counts['normal']} at durability=normal, {counts['full']} at full); "
+        "each phase is timed on its own.",
         by_durability(cfg, "W3", counts, [SEND, DRAIN], _phases),
     )

@@ -15,12 +15,12 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ..ops.retention import unexpired_sql
-from ..ops.stats import STATE_SQL
+from ..ops.states import STATE_SQL
 from .driver import DRIVER_CLASS, jdbc_url
 from .errors import JdbcDriverNotFound
 from .snapshot import Snapshot
 
-#: The states of ``messages().state``: the values :data:`durableq.stats.STATE_SQL` yields.
+#: The states of ``messages().state``: the values :data:`durableq.ops.states.STATE_SQL` yields.
 STATES = ("delayed", "visible", "in_flight")
 
 # The library's one classification, with the snapshot time for its :now parameter.
@@ -63,7 +63,7 @@ COUNTERS = ("sent", "received", "deleted", "moved_to_dead_letter", "expired", "e
 def messages_query(now_ms: int) -> str:
     """The JDBC query of the unexpired messages at ``now_ms``, classified by the library's SQL."""
     if not _NOW.search(STATE_SQL):
-        raise RuntimeError("durableq.stats.STATE_SQL no longer uses the :now parameter")
+        raise RuntimeError("durableq.ops.states.STATE_SQL no longer uses the :now parameter")
     now = str(int(now_ms))
     return _MESSAGES_SQL.format(state=_NOW.sub(now, STATE_SQL), unexpired=_UNEXPIRED.format(now=now))
 

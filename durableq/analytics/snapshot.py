@@ -22,6 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from urllib.parse import quote
 
+from .. import limits
 from ..engines.fileformat import SCHEMA_REVISION
 from ..engines.migrate import current
 from ..engines.sqlite import Database, identify, translate
@@ -31,7 +32,7 @@ from ..types import datetime_from_ms
 log = logging.getLogger(__name__)
 
 #: The busy timeout of the copy's source connection, in seconds.
-_BUSY_TIMEOUT = 10.0
+_BUSY_TIMEOUT = limits.DEFAULT_BUSY_TIMEOUT
 _SNAPSHOT_NAME = "snapshot.db"
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from filelock import FileLock, Timeout
 
-from ..errors import DatabaseLocked, SchemaVersionTooNew
+from ..errors import DatabaseError, DatabaseLocked, InvalidParameterValue, SchemaVersionTooNew
 from .fileformat import SCHEMA_REVISION
 from .sqlite import Database, configure_new, identify, translate, use_wal
 
@@ -96,11 +96,33 @@ def _check_known(db: Database, revision: str | None) -> None:
         )
 
 
+@contextmanager
+def _translated(db: Database) -> Iterator[None]:
+    """alembic runs its statements through SQLAlchemy: its driver errors get the same translation
+    as every other statement's, and its own refusals (an unknown revision) become durableq errors."""
+    from alembic.util import CommandError
+    from sqlalchemy.exc import DBAPIError
+
+    try:
+        yield
+    except DBAPIError as exc:
+        if isinstance(exc.orig, sqlite3.Error):
+            raise translate(exc.orig, db.path, db.busy_timeout) from exc
+        raise DatabaseError(f"{db.path}: the migration failed: {exc.orig}") from exc
+    except sqlite3.Error as exc:
+        raise translate(exc, db.path, db.busy_timeout) from exc
+    except CommandError as exc:
+        known = ", ".join(r.revision for r in history(db))
+        raise InvalidParameterValue(
+            f"cannot migrate {db.path}: {exc}; known revisions: {known}, head, base"
+        ) from exc
+
+
 def upgrade(db: Database, target: str = "head") -> str | None:
     """Migrate the file to ``target`` under the file lock; returns the new revision."""
     from alembic import command
 
-    with _migration_lock(db):
+    with _migration_lock(db), _translated(db):
         conn = db.conn
         try:
             is_ours = identify(conn, db.path)
@@ -118,7 +140,7 @@ def downgrade(db: Database, target: str) -> str | None:
     """Migrate down to ``target`` (``"base"`` removes every table)."""
     from alembic import command
 
-    with _migration_lock(db):
+    with _migration_lock(db), _translated(db):
         current(db)  # refuses files that are not ours before alembic touches them
         command.downgrade(alembic_config(db), target)
     return current(db)

@@ -110,6 +110,9 @@ queue_metrics = Table(
     Column("moved_to_dead_letter", BigInteger, nullable=False, server_default=text("0")),
     Column("expired", BigInteger, nullable=False, server_default=text("0")),
     Column("empty_receives", BigInteger, nullable=False, server_default=text("0")),
+    Column("moved_in", BigInteger, nullable=False, server_default=text("0")),  # revision 0003
+    Column("moved_out", BigInteger, nullable=False, server_default=text("0")),
+    Column("purged", BigInteger, nullable=False, server_default=text("0")),
     sqlite_with_rowid=False,
 )
 

@@ -8,6 +8,7 @@ above it sees :mod:`durableq.errors`.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import resource
@@ -15,7 +16,7 @@ import sqlite3
 import tempfile
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
@@ -66,6 +67,19 @@ def translate(exc: sqlite3.Error, path: Path, busy_timeout: float) -> DatabaseEr
             return DatabaseFull(f"{path}: {cause}; the operation was not done (nothing was committed)")
         return DatabaseError(f"{path}: {text} ({name}); the operation was not done: check the disk")
     return DatabaseError(f"{path}: {text}")
+
+
+# -- the few statement fragments only SQLite writes this way -------------------------
+
+
+def in_ids(param: str) -> str:
+    """SQL for the set of row ids in parameter ``param``, bound to :func:`encode_ids` of a list."""
+    return f"(SELECT value FROM json_each({param}))"
+
+
+def encode_ids(ids: Iterable[int]) -> str:
+    """The bound value of an :func:`in_ids` parameter (one parameter for any number of ids)."""
+    return json.dumps(list(ids))
 
 
 def _unstorable(exc: UnicodeEncodeError) -> InvalidParameterValue:

@@ -8,7 +8,7 @@ import json
 import re
 import struct
 from collections.abc import Mapping
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from .. import limits
 from ..errors import InvalidParameterValue
@@ -18,6 +18,7 @@ from .validation import text_chars
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _TYPE = re.compile(r"(String|Number|Binary)(\.[A-Za-z0-9_.-]+)?")
 _RESERVED_PREFIXES = ("aws.", "amazon.")
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
 # SQS numbers: up to 38 significant digits, magnitude from 10^-128 to 10^126.
 _MAX_NUMBER_DIGITS = 38
 _MIN_EXPONENT, _MAX_EXPONENT = -128, 126
@@ -43,11 +44,10 @@ def _check_name(name: object) -> str:
 
 
 def _check_number(name: str, text: str) -> None:
-    try:
-        number = Decimal(text)
-    except InvalidOperation:
-        number = None
-    if number is None or not number.is_finite():
+    # SQS takes ASCII decimal numbers only; Decimal alone would also take "1_000", " 12 ",
+    # other scripts' digits, "Infinity" and "NaN".
+    number = Decimal(text) if _DECIMAL.fullmatch(text) else None
+    if number is None:
         raise InvalidParameterValue(
             f"attribute {name!r} of type Number has value {text!r}, which is not a number"
         )

@@ -31,7 +31,7 @@ def failure(entry_id: str, error: DurableQError) -> BatchFailure:
     return BatchFailure(entry_id, error.code, error.message)
 
 
-def each(ids: Sequence[str], action: Callable[[int], None]) -> BatchResult:
+def each(ids: Sequence[str], action: Callable[[int], object]) -> BatchResult:
     """Run ``action`` for every entry position; a durableq error fails that entry only."""
     results: list[DurableQError | None] = []
     for position in range(len(ids)):

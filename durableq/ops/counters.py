@@ -23,21 +23,29 @@ log = logging.getLogger(__name__)
 
 MINUTE_MS = 60_000
 FLUSH_INTERVAL = 1.0
-# Positions of the counts in a pending row, in queue_metrics column order.
-SENT, RECEIVED, DELETED, MOVED, EXPIRED, EMPTY_RECEIVES = range(6)
+#: The per-minute counters: ``queue_metrics`` columns and ``MinuteMetrics`` fields, in this order.
+#: ``moved_to_dead_letter`` leave a queue for its dead-letter queue; ``moved_out`` leave it by a
+#: message move task; ``moved_in`` arrive by either kind of move; ``purged`` go by a purge.
+COLUMNS = (
+    "sent",
+    "received",
+    "deleted",
+    "moved_to_dead_letter",
+    "expired",
+    "empty_receives",
+    "moved_in",
+    "moved_out",
+    "purged",
+)
+# Positions of the counts in a pending row.
+SENT, RECEIVED, DELETED, MOVED, EXPIRED, EMPTY_RECEIVES, MOVED_IN, MOVED_OUT, PURGED = range(len(COLUMNS))
 
 # Counts are kept by queue name; a queue deleted meanwhile takes its counts with it.
-_UPSERT = """
-INSERT INTO queue_metrics
-  (queue_id, minute, sent, received, deleted, moved_to_dead_letter, expired, empty_receives)
-SELECT id, :minute, :sent, :received, :deleted, :moved, :expired, :empty FROM queues WHERE name = :queue
+_UPSERT = f"""
+INSERT INTO queue_metrics (queue_id, minute, {", ".join(COLUMNS)})
+SELECT id, :minute, {", ".join(f":{c}" for c in COLUMNS)} FROM queues WHERE name = :queue
 ON CONFLICT (queue_id, minute) DO UPDATE SET
-  sent = sent + excluded.sent,
-  received = received + excluded.received,
-  deleted = deleted + excluded.deleted,
-  moved_to_dead_letter = moved_to_dead_letter + excluded.moved_to_dead_letter,
-  expired = expired + excluded.expired,
-  empty_receives = empty_receives + excluded.empty_receives
+  {", ".join(f"{c} = {c} + excluded.{c}" for c in COLUMNS)}
 """
 
 
@@ -59,7 +67,7 @@ class Counters:
         with self._lock:
             row = self._pending.get(key)
             if row is None:
-                row = self._pending[key] = [0, 0, 0, 0, 0, 0]
+                row = self._pending[key] = [0] * len(COLUMNS)
             row[kind] += count
             if self._flusher is None and not self._stop.is_set():
                 self._flusher = threading.Thread(target=self._run, name="durableq-counters", daemon=True)
@@ -71,17 +79,14 @@ class Counters:
             pending, self._pending = self._pending, {}
         if not pending:
             return
-        rows = [
-            dict(zip(("sent", "received", "deleted", "moved", "expired", "empty"), counts), queue=q, minute=m)
-            for (q, m), counts in pending.items()
-        ]
+        rows = [dict(zip(COLUMNS, counts), queue=q, minute=m) for (q, m), counts in pending.items()]
         try:
             with self._db.write() as conn:
                 conn.executemany(_UPSERT, rows)
         except DurableQError:
             with self._lock:
                 for key, counts in pending.items():
-                    row = self._pending.setdefault(key, [0, 0, 0, 0, 0, 0])
+                    row = self._pending.setdefault(key, [0] * len(COLUMNS))
                     for i, n in enumerate(counts):
                         row[i] += n
             raise

@@ -17,9 +17,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from .. import limits
+from ..engines.sqlite import encode_ids, in_ids
 from ..types import Message
+from . import redrive
 from .messages import CLAIM_IDS, COLUMNS, to_message
 from .queue_rows import QueueConfig
+from .states import RECEIVED_SQL, VISIBILITY_CAP_SQL
 
 _DEDUP_INTERVAL_MS = limits.DEDUPLICATION_INTERVAL * 1000
 _ATTEMPT_INTERVAL_MS = limits.RECEIVE_ATTEMPT_INTERVAL * 1000
@@ -49,16 +52,24 @@ def remember(
     now: int,
 ) -> None:
     conn.execute(
-        "INSERT OR REPLACE INTO fifo_deduplication "
-        "(queue_id, scope, deduplication_id, message_id, sequence, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO fifo_deduplication "
+        "(queue_id, scope, deduplication_id, message_id, sequence, expires_at) VALUES (?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (queue_id, scope, deduplication_id) DO UPDATE SET message_id = excluded.message_id, "
+        "sequence = excluded.sequence, expires_at = excluded.expires_at",
         (queue_id, scope, dedup_id, message_id, sequence, now + _DEDUP_INTERVAL_MS),
     )
 
 
 def forget_expired(conn: sqlite3.Connection, queue_id: int, now: int) -> None:
-    """Drop deduplication ids and receive attempts older than their 5-minute windows."""
-    conn.execute("DELETE FROM fifo_deduplication WHERE queue_id = ? AND expires_at <= ?", (queue_id, now))
-    conn.execute("DELETE FROM receive_attempts WHERE queue_id = ? AND expires_at <= ?", (queue_id, now))
+    """Drop deduplication ids and receive attempts whose 5-minute windows ended long ago.
+
+    Whether an id still counts is decided by its ``expires_at`` alone (:func:`find_duplicate`);
+    removing the row is only housekeeping, so it waits :data:`~durableq.limits.MAX_CLOCK_STEP_BACK`
+    more: a clock that steps back (NTP, a resumed VM) still finds every id it should.
+    """
+    horizon = now - limits.MAX_CLOCK_STEP_BACK * 1000
+    conn.execute("DELETE FROM fifo_deduplication WHERE queue_id = ? AND expires_at <= ?", (queue_id, horizon))
+    conn.execute("DELETE FROM receive_attempts WHERE queue_id = ? AND expires_at <= ?", (queue_id, horizon))
 
 
 # -- groups ------------------------------------------------------------------
@@ -91,7 +102,7 @@ def _available_at(conn: sqlite3.Connection, queue_id: int, group_id: str) -> int
     from the head on (receives take a run from the head, so that run holds every message
     in flight); None for an empty group."""
     rows = conn.execute(
-        "SELECT visible_at, receipt_handle IS NOT NULL FROM messages "
+        f"SELECT visible_at, {RECEIVED_SQL} FROM messages "
         "WHERE queue_id = ? AND group_id = ? ORDER BY sequence",
         (queue_id, group_id),
     )
@@ -131,17 +142,21 @@ ORDER BY g.available_at, g.id, m.sequence
 
 
 def choose(
-    conn: sqlite3.Connection, queue: QueueConfig, limit: int, now: int, expired_before: int, redrive: bool
+    conn: sqlite3.Connection,
+    queue: QueueConfig,
+    limit: int,
+    now: int,
+    expired_before: int,
+    dead_letters: bool,
 ) -> tuple[list[tuple[int, str]], list[tuple[int, str]], set[str]]:
     """Pick up to ``limit`` messages, group by group, each group from its head in order.
 
     Rows enqueued at or before ``expired_before`` are skipped.  Returns the
     (row id, group) pairs to receive, those to move to the dead-letter queue
-    instead (when ``redrive``), and groups whose row must be refreshed
+    instead (when ``dead_letters``), and groups whose row must be refreshed
     although nothing of them is received.  A group's run ends at its first
     message that is not visible; the rest of that group is passed over.
     """
-    max_receives = queue.max_receive_count or 0
     chosen: list[tuple[int, str]] = []
     to_dead_letter: list[tuple[int, str]] = []
     stale: set[str] = set()
@@ -154,7 +169,7 @@ def choose(
                 continue
             if enqueued_at <= expired_before:
                 stale.add(group_id)  # expired: never returned; the sweep removes it
-            elif redrive and receive_count >= max_receives:
+            elif dead_letters and redrive.exhausted(receive_count, queue):
                 to_dead_letter.append((row_id, group_id))
                 stale.add(group_id)
             elif len(chosen) >= limit:
@@ -179,7 +194,7 @@ def claim(
         return []
     order = {row_id: position for position, (row_id, _) in enumerate(chosen)}
     rows = conn.execute(
-        CLAIM_IDS, {"ids": json.dumps(list(order)), "visible_at": visible_at, "now": now}
+        CLAIM_IDS, {"ids": encode_ids(order), "visible_at": visible_at, "now": now}
     ).fetchall()
     rows.sort(key=lambda row: order[row[0]])
     _block_groups(conn, queue.id, (g for _, g in chosen), visible_at)
@@ -207,8 +222,8 @@ def replay_attempt(
         row_id: (handle, visible, group_id)
         for row_id, handle, visible, group_id in conn.execute(
             "SELECT id, receipt_handle, visible_at, group_id FROM messages "
-            "WHERE queue_id = ? AND id IN (SELECT value FROM json_each(?))",
-            (queue.id, json.dumps(ids)),
+            f"WHERE queue_id = ? AND id IN {in_ids('?')}",
+            (queue.id, encode_ids(ids)),
         )
     }
     if any(
@@ -217,9 +232,9 @@ def replay_attempt(
         return None
     # Restart the visibility timeout, within the 12-hour cap of each receive.
     rows = conn.execute(
-        "UPDATE messages SET visible_at = min(?, received_at + ?) "
-        f"WHERE id IN (SELECT value FROM json_each(?)) RETURNING {COLUMNS}, visible_at",
-        (visible_at, limits.MAX_TOTAL_VISIBILITY * 1000, json.dumps(ids)),
+        f"UPDATE messages SET visible_at = CASE WHEN :visible_at < {VISIBILITY_CAP_SQL} THEN :visible_at "
+        f"ELSE {VISIBILITY_CAP_SQL} END WHERE id IN {in_ids(':ids')} RETURNING {COLUMNS}, visible_at",
+        {"visible_at": visible_at, "ids": encode_ids(ids)},
     ).fetchall()
     position = {row_id: i for i, row_id in enumerate(ids)}
     rows.sort(key=lambda r: position[r[0]])
@@ -257,38 +272,18 @@ def _store_attempt(
         )
     else:
         conn.execute(
-            "INSERT OR REPLACE INTO receive_attempts (queue_id, attempt_id, expires_at, messages) VALUES (?, ?, ?, ?)",
+            "INSERT INTO receive_attempts (queue_id, attempt_id, expires_at, messages) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (queue_id, attempt_id) DO UPDATE SET expires_at = excluded.expires_at, "
+            "messages = excluded.messages",
             (queue_id, attempt_id, now + _ATTEMPT_INTERVAL_MS, json.dumps(entries)),
         )
 
 
-# -- moving messages in ------------------------------------------------------
+# -- sequence numbers ---------------------------------------------------------------
 
 
-def append_moved(
-    conn: sqlite3.Connection,
-    target: QueueConfig,
-    rows: list[tuple[int, str]],
-    now: int,
-    updates: str,
-    params: dict[str, Any],
-) -> None:
-    """Move rows (id, group) of another queue to the tail of their groups in FIFO queue ``target``.
-
-    They get ``target``'s next sequence numbers in the given order, restart
-    their enqueue time and are visible at once; ``updates`` adds SET clauses
-    (with ``params``) of the caller's kind of move.
-    """
-    (sequence,) = conn.execute("SELECT next_sequence FROM queues WHERE id = ?", (target.id,)).fetchone()
-    batch = []
-    for row_id, _group in rows:
-        sequence += 1
-        batch.append({**params, "id": row_id, "sequence": sequence, "queue_id": target.id, "now": now})
-    conn.executemany(
-        "UPDATE messages SET queue_id = :queue_id, sequence = :sequence, enqueued_at = :now, "
-        f"visible_at = :now, receipt_handle = NULL, received_at = NULL, {updates} WHERE id = :id",
-        batch,
-    )
-    conn.execute("UPDATE queues SET next_sequence = ? WHERE id = ?", (sequence, target.id))
-    for _row_id, group_id in rows:
-        add_to_group(conn, target.id, group_id, now)
+def take_sequences(conn: sqlite3.Connection, queue_id: int, count: int) -> range:
+    """The next ``count`` sequence numbers of a FIFO queue, taken (inside the caller's write)."""
+    (last,) = conn.execute("SELECT next_sequence FROM queues WHERE id = ?", (queue_id,)).fetchone()
+    conn.execute("UPDATE queues SET next_sequence = ? WHERE id = ?", (last + count, queue_id))
+    return range(last + 1, last + count + 1)

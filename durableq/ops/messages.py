@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..engines.sqlite import in_ids
 from ..types import Message
 from . import attributes
 from .receipts import NEW_HANDLE_SQL
@@ -31,7 +32,7 @@ def claim_set(visible_at: str) -> str:
 #: Claim rows by id (a JSON array), for paths that chose the rows first (FIFO).
 CLAIM_IDS = f"""
 UPDATE messages SET {claim_set(":visible_at")}
-WHERE id IN (SELECT value FROM json_each(:ids))
+WHERE id IN {in_ids(":ids")}
 RETURNING {COLUMNS}
 """
 

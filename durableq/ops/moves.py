@@ -10,7 +10,6 @@ because every batch moves atomically.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -22,7 +21,8 @@ from .. import limits
 from ..engines.sqlite import Database
 from ..errors import InvalidParameterValue, ResourceNotFoundException
 from ..types import MoveTask, datetime_from_ms
-from . import fifo, queue_rows, validation
+from . import queue_rows, relocation, validation
+from .counters import Counters
 from .queue_rows import QueueConfig
 
 log = logging.getLogger(__name__)
@@ -30,17 +30,6 @@ log = logging.getLogger(__name__)
 _COLUMNS = (
     "task_handle, status, source, destination, max_per_second, moved, to_move, started_at, failure_reason"
 )
-# Everything but messages in flight: a consumer holding one keeps it until it lets go.
-_NEXT_BATCH = """
-SELECT id, group_id, dead_letter_source FROM messages
-WHERE queue_id = ? AND NOT (receipt_handle IS NOT NULL AND visible_at > ?)
-ORDER BY enqueued_at, id LIMIT ?
-"""
-_MOVE_STANDARD = """
-UPDATE messages SET queue_id = :queue_id, dead_letter_source = NULL, receive_count = 0,
-  visible_at = :now, receipt_handle = NULL, received_at = NULL
-WHERE id IN (SELECT value FROM json_each(:ids))
-"""
 
 
 def _task(row: tuple[Any, ...]) -> MoveTask:
@@ -70,9 +59,10 @@ def _fail_stale(conn: Any, source: str) -> None:
 class MoveTasks:
     """Starts, lists and cancels the message move tasks of one broker, and runs those it starts."""
 
-    def __init__(self, db: Database, clock_ms: Callable[[], int]) -> None:
+    def __init__(self, db: Database, clock_ms: Callable[[], int], counters: Counters) -> None:
         self._db = db
         self._clock_ms = clock_ms
+        self._counters = counters
         self._runners: dict[str, threading.Thread] = {}
         self._stop = threading.Event()
 
@@ -91,7 +81,8 @@ class MoveTasks:
                 dst = queue_rows.load(conn, destination)
                 if dst.fifo != src.fifo:
                     raise InvalidParameterValue(
-                        f"messages of {source!r} can only move to a queue of the same type; {destination!r} is not"
+                        f"messages of {source!r} can only move to a queue of the same type; "
+                        f"{destination!r} is not"
                     )
                 if dst.id == src.id:
                     raise InvalidParameterValue(
@@ -146,7 +137,8 @@ class MoveTasks:
             task = self._load(conn, task_handle)
             if task.status != "RUNNING":
                 raise InvalidParameterValue(
-                    f"message move task {task_handle!r} is {task.status}; only a RUNNING task can be cancelled"
+                    f"message move task {task_handle!r} is {task.status}; "
+                    "only a RUNNING task can be cancelled"
                 )
             conn.execute(
                 "UPDATE message_moves SET status = 'CANCELLING' WHERE task_handle = ?", (task_handle,)
@@ -218,31 +210,25 @@ class MoveTasks:
             limits.MOVE_TASK_BATCH, task.max_per_second or limits.MOVE_TASK_BATCH, task.to_move - task.moved
         )
         now = self._clock_ms()
-        rows = conn.execute(_NEXT_BATCH, (source.id, now, max(batch, 0))).fetchall()
+        rows = relocation.next_batch(conn, source, max(batch, 0), now)
         if not rows:
             self._set(conn, handle, "COMPLETED", None, 0)
             return None, None
-        by_target: dict[str, list[tuple[int, str | None]]] = {}
-        for row_id, group_id, dead_letter_source in rows:
-            target = task.destination or dead_letter_source
-            if target is None:
-                self._set(
-                    conn,
-                    handle,
-                    "FAILED",
-                    "a message has no source queue to go back to; name a destination",
-                    0,
-                )
-                return None, None
-            by_target.setdefault(target, []).append((row_id, group_id))
-        for target_name, moving in by_target.items():
-            target = queue_rows.find(conn, target_name)
+        targets = relocation.by_destination(rows, task.destination)
+        if None in targets:
+            reason = "a message has no source queue to go back to; name a destination"
+            self._set(conn, handle, "FAILED", reason, 0)
+            return None, None
+        moved = 0
+        for target_name, row_ids in targets.items():
+            target = queue_rows.find(conn, target_name) if target_name is not None else None
             if target is None or target.fifo != source.fifo:
                 self._set(conn, handle, "FAILED", f"destination queue {target_name!r} does not exist", 0)
                 return None, None
-            _move(conn, source, target, moving, now)
-        self._set(conn, handle, "RUNNING", None, len(rows))
-        return len(rows), task.max_per_second
+            kind = relocation.Kind.MOVE_TASK
+            moved += relocation.move(conn, kind, source, target, row_ids, now, self._counters)
+        self._set(conn, handle, "RUNNING", None, moved)
+        return moved, task.max_per_second
 
     @staticmethod
     def _set(conn: Any, handle: str, status: str, reason: str | None, moved: int) -> None:
@@ -256,17 +242,3 @@ class MoveTasks:
 def _count(conn: Any, queue: QueueConfig) -> int:
     count: int = conn.execute("SELECT count(*) FROM messages WHERE queue_id = ?", (queue.id,)).fetchone()[0]
     return count
-
-
-def _move(
-    conn: Any, source: QueueConfig, target: QueueConfig, rows: list[tuple[int, str | None]], now: int
-) -> None:
-    """Move rows to ``target`` as new arrivals there: visible, received 0 times."""
-    if source.fifo:
-        groups = [(row_id, group) for row_id, group in rows if group is not None]
-        fifo.append_moved(conn, target, groups, now, "dead_letter_source = NULL, receive_count = 0", {})
-        fifo.refresh_groups(conn, source.id, (g for _, g in groups))
-    else:
-        conn.execute(
-            _MOVE_STANDARD, {"queue_id": target.id, "now": now, "ids": json.dumps([r for r, _ in rows])}
-        )

@@ -10,9 +10,7 @@ from . import attributes, validation
 from .messages import format_sequence
 from .queue_rows import QueueConfig
 from .retention import expired_before
-from .stats import STATE_SQL
-
-STATES = ("visible", "in_flight", "delayed")
+from .states import STATE_SQL, STATES
 
 _PEEK = f"""
 SELECT message_id, body, attributes, receive_count, enqueued_at, visible_at, first_received_at,

@@ -48,6 +48,6 @@ def parse(handle: object) -> Receipt:
     queue_id, row_id = int(match.group(1)), int(match.group(2))
     if queue_id > _MAX_ID or row_id > _MAX_ID:  # no SQLite row id is that large
         raise ReceiptHandleIsInvalid(
-            f"receipt handle {match.group(0)[:80]!r} is malformed; use a handle returned by receive"
+            f"receipt handle {match.string[:80]!r} is malformed; use a handle returned by receive"
         )
-    return Receipt(handle, queue_id, row_id, match.group(3))  # type: ignore[arg-type]
+    return Receipt(match.string, queue_id, row_id, match.group(3))

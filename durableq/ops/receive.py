@@ -11,29 +11,27 @@ from .. import limits
 from ..engines.sqlite import Database
 from ..errors import OverLimit
 from ..types import Message
-from . import fifo, redrive
+from . import fifo, redrive, relocation
 from .counters import EMPTY_RECEIVES, RECEIVED, Counters
 from .messages import COLUMNS, claim_set, to_message
 from .queue_rows import Catalog, QueueConfig
 from .retention import Sweeper, expired_before, unexpired_sql
-from .stats import InFlightGauge
+from .stats import IN_FLIGHT_ROOM_SQL, in_flight_count, in_flight_room
 
 # Settings come from the live queue row inside the statement, so a cached row
 # that went stale cannot make a claim wrong; a deleted queue (ids are never
 # reused) matches nothing, and the caller then re-reads the row.
 _LIVE = "(SELECT {} FROM queues WHERE id = :queue_id)"
-# A redrive policy whose dead-letter queue exists caps the receives of a message.
-_MAX_RECEIVES = """coalesce((SELECT q.max_receive_count FROM queues q
-  JOIN queues d ON d.name = q.dead_letter_queue AND d.fifo = q.fifo WHERE q.id = :queue_id), 2147483647)"""
 _HEAD_WHERE = f"""queue_id = :queue_id AND visible_at <= :now
   AND {unexpired_sql(_LIVE.format("retention_period"))}"""
 # The head of ix_messages_visible: visible, unexpired rows, earliest visible first.
 _HEAD = f"SELECT id, receive_count FROM messages WHERE {_HEAD_WHERE} ORDER BY visible_at LIMIT :limit"
+# The in-flight limit is part of the claim: the statement takes only as many as fit.
 _CLAIM_HEAD = f"""
 UPDATE messages SET {claim_set(f":now + coalesce(:timeout, {_LIVE.format('visibility_timeout')}) * 1000")}
 WHERE id IN (
-  SELECT id FROM messages WHERE {_HEAD_WHERE} AND receive_count < {_MAX_RECEIVES}
-  ORDER BY visible_at LIMIT :limit)
+  SELECT id FROM messages WHERE {_HEAD_WHERE} AND {redrive.NOT_EXHAUSTED_SQL}
+  ORDER BY visible_at LIMIT {IN_FLIGHT_ROOM_SQL})
 RETURNING {COLUMNS}
 """
 _READY_STANDARD = f"SELECT EXISTS (SELECT 1 FROM messages WHERE {_HEAD_WHERE})"
@@ -62,7 +60,6 @@ class Receiver:
         self._catalog = catalog
         self._sweeper = sweeper
         self._counters = counters
-        self._gauge = InFlightGauge()
 
     def receive(
         self,
@@ -127,26 +124,26 @@ class Receiver:
     ) -> list[Message]:
         now = self._clock_ms()
         self._sweeper.maybe_sweep(conn, queue, now)
-        room = self._gauge.room(conn, queue, now)
-        if room <= 0:
+        target = redrive.target_of(conn, queue)
+        if queue.fifo:
+            timeout = queue.visibility_timeout if visibility_timeout is None else visibility_timeout
+            limit = in_flight_room(conn, queue, now, limit)  # exact: this is the write transaction
+            messages = (
+                _claim_fifo(conn, queue, limit, now + timeout * 1000, now, attempt_id, target, self._counters)
+                if limit > 0
+                else []
+            )
+        else:
+            messages = _claim_standard(conn, queue, limit, visibility_timeout, now, target, self._counters)
+        if messages:
+            self._counters.add(queue.name, now, RECEIVED, len(messages))
+        elif in_flight_count(conn, queue, now) >= queue.in_flight_limit:
             if (queue.receive_wait_time if wait_time is None else wait_time) > 0:
                 return []  # a long poll waits instead
             raise OverLimit(
                 f"queue {queue.name!r} has reached its limit of {queue.in_flight_limit} messages in flight; "
                 "delete or release messages (change visibility to 0) first, or long-poll"
             )
-        limit = min(limit, room)
-        target = redrive.target_of(conn, queue)
-        if queue.fifo:
-            timeout = queue.visibility_timeout if visibility_timeout is None else visibility_timeout
-            messages = _claim_fifo(
-                conn, queue, limit, now + timeout * 1000, now, attempt_id, target, self._counters
-            )
-        else:
-            messages = _claim_standard(conn, queue, limit, visibility_timeout, now, target, self._counters)
-        if messages:
-            self._gauge.received(queue.id, len(messages))
-            self._counters.add(queue.name, now, RECEIVED, len(messages))
         return messages
 
     def _ready(self, queue: QueueConfig) -> bool:
@@ -201,14 +198,19 @@ def _claim_standard(
     target: QueueConfig | None,
     counters: Counters,
 ) -> list[Message]:
-    params = {"queue_id": queue.id, "now": now, "limit": limit, "timeout": visibility_timeout}
+    params = {
+        "queue_id": queue.id,
+        "now": now,
+        "limit": limit,
+        "timeout": visibility_timeout,
+        "cap": queue.in_flight_limit,
+    }
     if target is not None:
         # A message received max_receive_count times goes to the dead-letter queue instead.
-        max_receives = queue.max_receive_count or 0
         while over := [
-            (row_id, None) for row_id, count in conn.execute(_HEAD, params) if count >= max_receives
+            row_id for row_id, count in conn.execute(_HEAD, params) if redrive.exhausted(count, queue)
         ]:
-            redrive.move(conn, queue, target, over, now, counters)
+            relocation.move(conn, relocation.Kind.DEAD_LETTER, queue, target, over, now, counters)
     rows = conn.execute(_CLAIM_HEAD, params).fetchall()
     rows.sort(key=lambda row: (row[6], row[0]))  # RETURNING order is unspecified: oldest first
     return [to_message(row) for row in rows]
@@ -231,7 +233,8 @@ def _claim_fifo(
     cutoff = expired_before(queue.retention_period, now)
     chosen, to_dead_letter, stale = fifo.choose(conn, queue, limit, now, cutoff, target is not None)
     if to_dead_letter and target is not None:
-        redrive.move(conn, queue, target, to_dead_letter, now, counters)
+        dead = [row_id for row_id, _ in to_dead_letter]
+        relocation.move(conn, relocation.Kind.DEAD_LETTER, queue, target, dead, now, counters)
     received = fifo.claim(conn, queue, chosen, visible_at, now)
     fifo.refresh_groups(conn, queue.id, stale - {group for _, group in chosen})
     if attempt_id is not None:

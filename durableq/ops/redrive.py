@@ -1,23 +1,30 @@
-"""Dead letters: moving a message that was received too often to its dead-letter queue."""
+"""Dead letters: when a message has been received too often, and which queue it goes to then.
+
+The move itself is :mod:`relocation`'s (kind ``DEAD_LETTER``); the rule of when is here, once,
+for Python (:func:`exhausted`) and for SQL (:data:`NOT_EXHAUSTED_SQL`).
+"""
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
-from collections.abc import Sequence
 
-from . import fifo, queue_rows
-from .counters import MOVED, Counters
+from . import queue_rows
 from .queue_rows import QueueConfig
 
 log = logging.getLogger(__name__)
 
-_MOVE_STANDARD = """
-UPDATE messages
-SET queue_id = :target, dead_letter_source = :source, visible_at = :now, receipt_handle = NULL, received_at = NULL
-WHERE id IN (SELECT value FROM json_each(:ids))
-"""
+#: SQL true for a row of queue ``:queue_id`` that may still be received: its receive count is below
+#: the queue's ``max_receive_count``, if the queue has a redrive policy whose dead-letter queue exists
+#: (as a queue of the same type).  Read from the live queue rows inside the statement.
+NOT_EXHAUSTED_SQL = """receive_count < coalesce((SELECT q.max_receive_count FROM queues q
+  JOIN queues d ON d.name = q.dead_letter_queue AND d.fifo = q.fifo WHERE q.id = :queue_id), 2147483647)"""
+
+
+def exhausted(receive_count: int, queue: QueueConfig) -> bool:
+    """True if a message received ``receive_count`` times goes to ``queue``'s dead-letter queue
+    instead of being received again (the caller checked that the dead-letter queue exists)."""
+    return queue.max_receive_count is not None and receive_count >= queue.max_receive_count
 
 
 def target_of(conn: sqlite3.Connection, queue: QueueConfig) -> QueueConfig | None:
@@ -35,31 +42,3 @@ def target_of(conn: sqlite3.Connection, queue: QueueConfig) -> QueueConfig | Non
         )
         return None
     return target
-
-
-def move(
-    conn: sqlite3.Connection,
-    source: QueueConfig,
-    target: QueueConfig,
-    rows: Sequence[tuple[int, str | None]],
-    now: int,
-    counters: Counters,
-) -> None:
-    """Move rows (id, group) from ``source`` to its dead-letter queue ``target``.
-
-    The message keeps its id, body, attributes and receive count and records
-    its source; a standard message keeps its enqueue time, a FIFO message's
-    restarts at the tail of its group in ``target``.
-    """
-    if not rows:
-        return
-    if source.fifo:
-        groups = [(row_id, group) for row_id, group in rows if group is not None]
-        fifo.append_moved(conn, target, groups, now, "dead_letter_source = :source", {"source": source.name})
-        fifo.refresh_groups(conn, source.id, (g for _, g in groups))
-    else:
-        conn.execute(
-            _MOVE_STANDARD,
-            {"target": target.id, "source": source.name, "now": now, "ids": json.dumps([r for r, _ in rows])},
-        )
-    counters.add(source.name, now, MOVED, len(rows))

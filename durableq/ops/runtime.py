@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .. import limits
 from ..engines.sqlite import Database
+from ..errors import InvalidParameterValue
 from .counters import Counters
 from .moves import MoveTasks
 from .queue_rows import Catalog
@@ -20,11 +22,22 @@ class Runtime:
         self.counters = Counters(db)
         self.sweeper = Sweeper(self.counters)
         self.receiver = Receiver(db, self.now_ms, self.catalog, self.sweeper, self.counters)
-        self.moves = MoveTasks(db, self.now_ms)
+        self.moves = MoveTasks(db, self.now_ms, self.counters)
 
     def now_ms(self) -> int:
         """The broker clock in epoch milliseconds, the database's unit of time."""
-        return int(self.clock() * 1000)
+        seconds = self.clock()
+        # NaN fails both comparisons; a bool or a non-number is not a time.
+        if (
+            isinstance(seconds, (int, float))
+            and not isinstance(seconds, bool)
+            and 0 <= seconds <= limits.MAX_CLOCK
+        ):
+            return int(seconds * 1000)
+        raise InvalidParameterValue(
+            f"the broker clock returned {seconds!r}; it must return seconds since the epoch, "
+            f"a finite number from 0 to {limits.MAX_CLOCK} (the end of year 9999)"
+        )
 
     def close(self) -> None:
         try:

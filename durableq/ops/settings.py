@@ -171,7 +171,8 @@ def _allow_columns(policy: object) -> dict[str, Any]:
     if permission == "byQueue":
         if not 1 <= len(sources) <= limits.MAX_REDRIVE_SOURCE_QUEUES:
             raise InvalidAttributeValue(
-                f"permission byQueue needs 1 to {limits.MAX_REDRIVE_SOURCE_QUEUES} source queues; got {len(sources)}"
+                f"permission byQueue needs 1 to {limits.MAX_REDRIVE_SOURCE_QUEUES} source queues; "
+                f"got {len(sources)}"
             )
     elif sources:
         raise InvalidAttributeValue(
@@ -207,7 +208,8 @@ def _kms_key(value: object) -> str | None:
     value = validation.text("kms_master_key_id", value, InvalidAttributeValue)
     if len(value) > limits.MAX_KMS_KEY_ID_LENGTH:
         raise InvalidAttributeValue(
-            f"kms_master_key_id must be a key id, alias or ARN of at most {limits.MAX_KMS_KEY_ID_LENGTH} characters"
+            "kms_master_key_id must be a key id, alias or ARN of at most "
+            f"{limits.MAX_KMS_KEY_ID_LENGTH} characters"
         )
     return value
 

@@ -16,22 +16,37 @@ from ..errors import DurableQError, InvalidParameterValue, MessageNotInflight, R
 from . import fifo, receipts, validation
 from .counters import DELETED, Counters
 from .queue_rows import Catalog, QueueConfig
+from .retention import unexpired_sql
+from .states import VISIBILITY_CAP_SQL
 
-_MAX_TOTAL_MS = limits.MAX_TOTAL_VISIBILITY * 1000
-
+# Expired means gone, whatever the sweeper has done: the statements read the retention period
+# from the live queue row and act on no expired message.
+_UNEXPIRED = unexpired_sql("(SELECT retention_period FROM queues WHERE id = :queue_id)")
 # Standard queues: any handle ever issued for the message deletes it (row and secret match).
 _DELETE_ANY_HANDLE = "DELETE FROM messages WHERE id = :row AND secret = :secret AND queue_id = :queue_id"
 # FIFO queues: only the latest handle, and only while the message is still in flight.
-_DELETE_LATEST_IN_FLIGHT = """
-DELETE FROM messages WHERE id = :row AND receipt_handle = :handle AND visible_at > :now AND queue_id = :queue_id
+_DELETE_LATEST_IN_FLIGHT = f"""
+DELETE FROM messages
+WHERE id = :row AND receipt_handle = :handle AND visible_at > :now AND queue_id = :queue_id AND {_UNEXPIRED}
 RETURNING group_id
 """
-_CHANGE = """
+# The latest handle only, within the 12-hour cap; ``extend`` ends at the cap rather than refuse.
+_CHANGE = f"""
 UPDATE messages SET visible_at = :visible_at
-WHERE id = :row AND receipt_handle = :handle AND :visible_at <= received_at + :cap AND queue_id = :queue_id
-RETURNING group_id
+WHERE id = :row AND receipt_handle = :handle AND queue_id = :queue_id AND :visible_at <= {VISIBILITY_CAP_SQL}
+  AND {_UNEXPIRED}
+RETURNING group_id, visible_at
 """
-_DIAGNOSE = "SELECT receipt_handle, received_at FROM messages WHERE id = ? AND queue_id = ? AND secret = ?"
+_EXTEND = f"""
+UPDATE messages SET visible_at = CASE WHEN :visible_at < {VISIBILITY_CAP_SQL} THEN :visible_at
+  ELSE {VISIBILITY_CAP_SQL} END
+WHERE id = :row AND receipt_handle = :handle AND queue_id = :queue_id AND {_UNEXPIRED}
+RETURNING group_id, visible_at
+"""
+_DIAGNOSE = f"""
+SELECT receipt_handle, {VISIBILITY_CAP_SQL}, {_UNEXPIRED} FROM messages
+WHERE id = :row AND queue_id = :queue_id AND secret = :secret
+"""
 
 
 def _params(receipt: receipts.Receipt) -> dict[str, object]:
@@ -106,33 +121,45 @@ def delete_many(
 
 
 def change(
-    conn: sqlite3.Connection, catalog: Catalog, name: str, handle: object, timeout: object, now: int
-) -> None:
-    """Hide the message until ``now + timeout`` (0: visible at once), within 12 h of its receive."""
+    conn: sqlite3.Connection,
+    catalog: Catalog,
+    name: str,
+    handle: object,
+    timeout: object,
+    now: int,
+    *,
+    up_to_cap: bool = False,
+) -> int:
+    """Hide the message until ``now + timeout`` (0: visible at once), within 12 h of its receive.
+
+    With ``up_to_cap`` a timeout past the 12-hour cap ends at the cap instead of being refused.
+    Returns the seconds the message is now hidden for.
+    """
     seconds = validation.integer("visibility timeout", timeout, 0, limits.MAX_VISIBILITY_TIMEOUT)
     receipt = receipts.parse(handle)
     queue = _queue_of(conn, catalog, name, receipt)
-    params = {**_params(receipt), "visible_at": now + seconds * 1000, "cap": _MAX_TOTAL_MS}
-    row = conn.execute(_CHANGE, params).fetchone()
+    params = {**_params(receipt), "visible_at": now + seconds * 1000, "now": now}
+    row = conn.execute(_EXTEND if up_to_cap else _CHANGE, params).fetchone()
     if row is not None:
-        if row[0] is not None:
-            fifo.refresh_groups(conn, queue.id, [row[0]])
-        return
+        group_id, visible_at = row[0], int(row[1])
+        if group_id is not None:
+            fifo.refresh_groups(conn, queue.id, [group_id])
+        return max((visible_at - now) // 1000, 0)
     queue = catalog.get(conn, name, fresh=True)
     receipt.check_queue(queue.id, name)
-    current = conn.execute(_DIAGNOSE, (receipt.row_id, queue.id, receipt.secret)).fetchone()
-    if current is None:
+    current = conn.execute(_DIAGNOSE, params).fetchone()
+    if current is None or not current[2]:
         raise InvalidParameterValue(
             f"the message of receipt handle {receipt.handle!r} no longer exists in {name!r} "
             "(deleted, expired or moved)"
         )
-    latest, received_at = current
+    latest, cap, _ = current
     if latest != receipt.handle:
         raise MessageNotInflight(
             f"receipt handle {receipt.handle!r} is not the message's latest: it was received again "
             "since; use the newest receipt handle"
         )
-    left = max((received_at + _MAX_TOTAL_MS - now) // 1000, 0)
+    left = max((cap - now) // 1000, 0)
     raise InvalidParameterValue(
         f"visibility timeout {seconds} s would end more than {limits.MAX_TOTAL_VISIBILITY} s (12 h) "
         f"after the message was received; at most {left} s is left"

@@ -109,7 +109,10 @@ def announce(server: Server) -> None:
 def run(
     db: str | os.PathLike[str], *, on_ready: Callable[[Server], None] | None = announce, **options: Any
 ) -> None:
-    """:func:`serve` until SIGINT or SIGTERM (call it from the main thread); ``on_ready`` runs once it listens."""
+    """:func:`serve` until SIGINT or SIGTERM (call it from the main thread).
+
+    ``on_ready`` runs once it listens.
+    """
     stopping = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stopping.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:

@@ -66,7 +66,8 @@ def verify(request: Request, credentials: Mapping[str, str], now: float) -> str:
     if abs(now - signed_at) > MAX_CLOCK_SKEW:
         raise _refused(
             "SignatureDoesNotMatch",
-            f"Signature expired: {amz_date} is more than {MAX_CLOCK_SKEW // 60} minutes from the server's time",
+            f"Signature expired: {amz_date} is more than {MAX_CLOCK_SKEW // 60} minutes "
+            "from the server's time",
         )
     signed = match["signed"].split(";")
     if "host" not in signed:

@@ -10,7 +10,7 @@ from pathlib import Path
 import durableq.analytics
 from durableq.analytics import STATES
 from durableq.analytics.frames import messages_query
-from durableq.ops.stats import STATE_SQL
+from durableq.ops.states import STATE_SQL
 
 ROOT = Path(__file__).resolve().parents[2]
 

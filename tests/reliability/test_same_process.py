@@ -58,5 +58,6 @@ def test_a_second_broker_in_the_process_loses_no_acknowledged_send(tmp_path: Pat
     with durableq.open(path) as broker:
         stored = {m.message_id: m.body for m in broker.get_queue("jobs").peek(limit=100)}
     assert acknowledged.message_id in stored, (
-        f"the acknowledged send 'after' ({acknowledged.message_id}) is lost; the file holds {sorted(stored.values())}"
+        f"the acknowledged send 'after' ({acknowledged.message_id}) is lost; "
+        f"the file holds {sorted(stored.values())}"
     )

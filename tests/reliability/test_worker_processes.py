@@ -1,4 +1,5 @@
-"""``durableq.Worker(processes=True)``: its worker processes must not outlive a supervisor killed with SIGKILL.
+"""``durableq.Worker(processes=True)``: its worker processes must not outlive a supervisor killed
+with SIGKILL.
 
 A supervisor restarted after ``kill -9`` (by systemd, Kubernetes or a person)
 would otherwise leave a second set of workers running that nobody supervises
@@ -56,7 +57,8 @@ def test_worker_processes_stop_when_their_supervisor_is_killed(tmp_path: Path) -
         ):
             time.sleep(0.2)
         assert not alive, (
-            f"{len(alive)} worker processes (pids {[w.pid for w in alive]}) kept running, receiving messages, "
+            f"{len(alive)} worker processes (pids {[w.pid for w in alive]}) kept running, "
+            "receiving messages, "
             f"for {GRACE:g} s after their supervisor was killed with SIGKILL"
         )
     finally:

@@ -1,4 +1,7 @@
-"""The endpoint as a process: restarts keep messages, the AWS CLI and `durableq serve` work, HTTP limits hold."""
+"""The endpoint as a process.
+
+Restarts keep messages, the AWS CLI and `durableq serve` work, HTTP limits hold.
+"""
 
 from __future__ import annotations
 

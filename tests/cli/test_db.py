@@ -127,7 +127,8 @@ def test_backup_copies_the_database_in_use(run: Run, db: Path, tmp_path: Path) -
         )
         refused = run("backup", str(copy), code=1)
         assert refused.stderr == (
-            f"error: InvalidParameterValue: {copy} exists; a backup is written to a new file (remove it first)\n"
+            f"error: InvalidParameterValue: {copy} exists; "
+            "a backup is written to a new file (remove it first)\n"
         )
     with durableq.open(copy) as restored:
         [peeked] = restored.get_queue("jobs").peek()

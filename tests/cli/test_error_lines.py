@@ -63,7 +63,8 @@ def _refused(run: Run, *args: str) -> str:
         ),
         (
             ("send", "jobs", "hello", "--group", "g"),
-            "InvalidParameterValue: --group and --dedup-id apply to FIFO queues only; 'jobs' is a standard queue",
+            "InvalidParameterValue: --group and --dedup-id apply to FIFO queues only; "
+            "'jobs' is a standard queue",
         ),
         (
             ("send", "orders.fifo", "hello"),

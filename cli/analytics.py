@@ -26,7 +26,7 @@ def _analytics() -> Any:
     try:
         import durableq.analytics as analytics
     except ImportError as exc:  # the extra is missing: its message says how to install it
-        raise CommandFailed(str(exc)) from exc
+        raise CommandFailed(type(exc).__name__, str(exc)) from exc
     return analytics
 
 

@@ -1,24 +1,41 @@
 """What every command shares: the root group that turns errors into one line and
-an exit status, and opening the broker (or a queue) the ``--db`` option names."""
+an exit status, the CLI's names for the library's keywords in those lines, and
+opening the broker (or a queue) the ``--db`` option names."""
 
 from __future__ import annotations
 
+import functools
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 import durableq
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: The code of an error that is a bug in durableq (SQS's name for a server-side failure).
+INTERNAL_FAILURE = "InternalFailure"
+
 
 class CommandFailed(click.ClickException):
-    """A refused operation: printed as one ``error: ...`` line on stderr, exit status 1."""
+    """A refused operation: one ``error: CODE: message`` line on stderr, exit status 1.
+
+    ``code`` is the library's error code when the library refused, else one of the
+    few codes the command line adds (README, "Conventions").
+    """
 
     exit_code = 1
 
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
     def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.format_message()}", err=True)
+        click.echo(f"error: {self.code}: {self.format_message()}", err=True)
 
 
 class DurableQGroup(click.Group):
@@ -34,16 +51,63 @@ class DurableQGroup(click.Group):
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except durableq.DurableQError as exc:
-            raise CommandFailed(f"{exc.code}: {exc.message}") from exc
+            raise CommandFailed(exc.code, cli_words(exc.message)) from exc
         except UnicodeDecodeError as exc:  # a file or stdin given to a command
-            raise CommandFailed(f"the input is not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+            raise CommandFailed(
+                "InvalidParameterValue", f"the input is not UTF-8 text ({exc.reason} at byte {exc.start})"
+            ) from exc
         except OSError as exc:  # a file given to a command could not be read or written
             where = f": {exc.filename}" if exc.filename else ""
-            raise CommandFailed(f"{exc.strerror or exc}{where}") from exc
+            raise CommandFailed("InvalidParameterValue", f"{exc.strerror or exc}{where}") from exc
         except Exception as exc:  # a bug: still one line, but say so
             raise CommandFailed(
-                f"unexpected {type(exc).__name__}: {exc} (a bug in durableq; please report it)"
+                INTERNAL_FAILURE,
+                f"unexpected {type(exc).__name__}: {exc} (a bug in durableq; please report it)",
             ) from exc
+
+
+# -- the CLI's words for the library's ----------------------------------------------
+
+#: Library words that mean the same in every command.
+COMMON_WORDS = {"fifo=True": "--fifo", "set_attributes": "`durableq queue set`"}
+# Text in quotes names a value the user gave (a queue, an attribute): never reworded.
+_QUOTED = re.compile(r"('[^']*'|\"[^\"]*\")")
+
+
+def cli_words(message: str, words: Mapping[str, str] | None = None) -> str:
+    """``message`` with the library's keywords replaced by what the user typed.
+
+    ``words`` maps a keyword (``delay_seconds``) to the command's option
+    (``--delay``); :data:`COMMON_WORDS` always apply.  Quoted text is left alone.
+    """
+    table = {**COMMON_WORDS, **(words or {})}
+    pattern = re.compile(
+        r"(?<![\w-])(" + "|".join(re.escape(k) for k in sorted(table, key=len, reverse=True)) + r")(?![\w-])"
+    )
+    parts = _QUOTED.split(message)
+    return "".join(
+        part if i % 2 else pattern.sub(lambda m: table[m.group(1)], part) for i, part in enumerate(parts)
+    )
+
+
+def speaks(**words: str) -> Callable[[F], F]:
+    """Declare a command's option for each library keyword its errors may name.
+
+    ``@speaks(delay_seconds="--delay")`` under ``@click.command()``: a durableq
+    error the command raises says ``--delay must be ...``, not ``delay_seconds``.
+    """
+
+    def decorate(callback: F) -> F:
+        @functools.wraps(callback)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return callback(*args, **kwargs)
+            except durableq.DurableQError as exc:
+                raise CommandFailed(exc.code, cli_words(exc.message, words)) from exc
+
+        return run  # type: ignore[return-value]
+
+    return decorate
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +126,9 @@ def existing_db_path() -> Path:
     """The database file, which must exist: only a few commands may create one."""
     path = db_path()
     if not path.exists():
-        raise CommandFailed(f"no durableq database at {path}; run `durableq init` or pass --db")
+        raise CommandFailed(
+            durableq.DatabaseError.code, f"no durableq database at {path}; run `durableq init` or pass --db"
+        )
     return path
 
 
@@ -77,6 +143,10 @@ def open_queue(name: str, *, create: bool = False) -> durableq.Queue:
     return open_broker(create=create).get_queue(name)
 
 
+#: The code of the last line when some entries of a command failed (each is listed above it).
+ENTRIES_FAILED = "EntriesFailed"
+
+
 def fail_entries(failed: list[tuple[str, str, str]], total: int, what: str) -> None:
     """After the result is printed: list the entries that failed on stderr, then exit 1.
 
@@ -84,4 +154,4 @@ def fail_entries(failed: list[tuple[str, str, str]], total: int, what: str) -> N
     """
     if failed:
         click.echo("\n".join(f"{where}: {code}: {message}" for where, code, message in failed), err=True)
-        raise CommandFailed(f"{len(failed)} of {total} {what} failed")
+        raise CommandFailed(ENTRIES_FAILED, f"{len(failed)} of {total} {what} failed")

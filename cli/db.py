@@ -13,8 +13,11 @@ from durableq import limits
 from durableq.engines import migrate
 from durableq.engines.sqlite import Database
 
-from .base import db_path, existing_db_path
+from .base import db_path, existing_db_path, open_broker
 from .output import emit, json_option, table
+
+#: The REVISION of `db upgrade` that means the latest one.
+HEAD = "head"
 
 
 @contextmanager
@@ -55,7 +58,7 @@ def db_group() -> None:
 
 
 @db_group.command()
-@click.argument("revision", default="head")
+@click.argument("revision", default=HEAD)
 @json_option
 def upgrade(revision: str, as_json: bool) -> None:
     """Migrate the database file to REVISION (default: the latest, head).
@@ -64,9 +67,21 @@ def upgrade(revision: str, as_json: bool) -> None:
       durableq db upgrade
     """
     with _database(existing_db_path()) as database:
+        known = [r.revision for r in migrate.history(database)]  # newest first
+        if revision not in (HEAD, *known):
+            raise durableq.InvalidParameterValue(
+                f"unknown schema revision {revision!r}; REVISION is {HEAD} or one of "
+                f"{', '.join(known)} (`durableq db history` lists them)"
+            )
         before = migrate.current(database)
         after = migrate.upgrade(database, revision)
-    text = f"already at {after}" if before == after else f"upgraded from {before or 'nothing'} to {after}"
+    if before == after:
+        newer = revision not in (HEAD, after)
+        text = f"already at {after}" + (
+            f", which is newer than {revision} (upgrade never goes back)" if newer else ""
+        )
+    else:
+        text = f"upgraded from {before or 'nothing'} to {after}"
     emit(as_json, {"from": before, "to": after}, text)
 
 
@@ -96,4 +111,24 @@ def history(as_json: bool) -> None:
     emit(as_json, revisions, lambda: table(headers, rows))
 
 
-COMMANDS = [init, db_group]
+@click.command()
+@click.argument("dest", type=click.Path(dir_okay=False, path_type=Path))
+@json_option
+def backup(dest: Path, as_json: bool) -> None:
+    """Copy the database into the new file DEST, safely while it is in use.
+
+    SQLite's online backup: the copy is one consistent state that includes
+    what is still in the -wal file (copying the file itself would miss it),
+    and producers and consumers go on meanwhile. DEST must not exist.
+
+    \b
+      durableq backup /backups/queue-$(date +%F).db
+    """
+    broker = open_broker()
+    written = broker.backup(dest)
+    size = written.stat().st_size
+    text = f"backed up {broker.path} to {written} ({size:,} bytes)"
+    emit(as_json, {"source": broker.path, "backup": written, "bytes": size}, text)
+
+
+COMMANDS = [init, db_group, backup]

@@ -7,7 +7,7 @@ import click
 import durableq
 from durableq import limits
 
-from .base import fail_entries, open_queue
+from .base import fail_entries, open_queue, speaks
 from .output import attribute_text, emit, fields, json_option, message_json, preview, table
 from .parsing import ranged_option
 
@@ -40,6 +40,12 @@ PEEK_STATES = {"visible": "visible", "in-flight": "in_flight", "delayed": "delay
 )
 @click.option("--delete", is_flag=True, help="Delete the messages once they are printed.")
 @json_option
+@speaks(
+    max_messages="--max-messages",
+    visibility_timeout="--visibility-timeout",
+    wait_time="--wait",
+    attempt_id="--attempt-id",
+)
 def receive(
     queue: str,
     max_messages: int,
@@ -155,6 +161,7 @@ def change_visibility(queue: str, receipt: str, seconds: int, as_json: bool) -> 
     help=f"At most this many, 1-{limits.MAX_PEEK}.",
 )
 @json_option
+@speaks(limit="--limit")
 def peek(queue: str, state: str, limit: int, as_json: bool) -> None:
     """Look at messages, oldest first, without receiving them: nothing about them changes.
 

@@ -138,6 +138,12 @@ def ranged_option(
     return click.option(flag, type=int, metavar=metavar, help=f"{text}, {low}-{high} (default {default}).")
 
 
+def check_range(option: str, value: float, low: float, high: float, unit: str) -> None:
+    """An option the command checks itself (the library never sees it), refused as the library would."""
+    if not low <= value <= high:  # also refuses NaN
+        raise InvalidParameterValue(f"{option} must be from {low:g} to {high:g} {unit}; got {value}")
+
+
 KEY_VALUE = Parsed(key_value, "KEY=VALUE")
 ATTRIBUTE = Parsed(attribute, "NAME[:TYPE]=VALUE")
 SETTING = Parsed(setting, "KEY=VALUE")

@@ -9,7 +9,7 @@ import click
 import durableq
 from durableq import RedriveAllowPolicy, RedrivePolicy, limits
 
-from .base import open_broker, open_queue
+from .base import open_broker, open_queue, speaks
 from .output import duration, emit, fields, json_option, table
 from .parsing import (
     KEY_VALUE,
@@ -84,6 +84,20 @@ def queue() -> None:
 )
 @click.option("--tag", "tags", multiple=True, type=KEY_VALUE, help="A tag KEY=VALUE. Repeatable.")
 @json_option
+@speaks(
+    visibility_timeout="--visibility-timeout",
+    delay_seconds="--delay",
+    retention_period="--retention",
+    receive_wait_time="--wait",
+    maximum_message_size="--max-size",
+    content_based_deduplication="--content-dedup",
+    deduplication_scope="--dedup-scope",
+    redrive_policy="--dlq",
+    dead_letter_queue="--dlq",
+    max_receive_count="--max-receives",
+    redrive_allow_policy="--redrive-allow",
+    tags="--tag",
+)
 def create(
     name: str,
     fifo: bool,

@@ -7,13 +7,16 @@ import click
 
 import durableq
 
-from .base import CommandFailed, open_broker
+from .base import CommandFailed, open_broker, speaks
 from .output import Progress, emit, json_option, progress, table
 
 #: Statuses of a task that has not ended yet.
 ACTIVE = ("RUNNING", "CANCELLING")
 #: Seconds between progress reads while a task runs.
 POLL = 0.1
+#: The codes of the error line when the task did not complete.
+MOVE_FAILED = "MessageMoveFailed"
+MOVE_CANCELLED = "MessageMoveCancelled"
 
 
 @click.command()
@@ -21,6 +24,7 @@ POLL = 0.1
 @click.option("--to", "destination", help="Move to this queue instead of the queues the messages came from.")
 @click.option("--rate", type=int, help="Move at most this many messages per second (default: no limit).")
 @json_option
+@speaks(max_per_second="--rate", destination="--to")
 def redrive(dlq: str, destination: str | None, rate: int | None, as_json: bool) -> None:
     """Move the messages of dead-letter queue DLQ back to the queues they came from
     (or --to another queue), showing progress.
@@ -41,10 +45,11 @@ def redrive(dlq: str, destination: str | None, rate: int | None, as_json: bool) 
     text = f"{task.status}: moved {task.moved} of {task.to_move} messages from {dlq} to {target}"
     emit(as_json, task, text)
     if task.status == "FAILED":
-        raise CommandFailed(f"the message move task failed: {task.failure_reason}")
+        raise CommandFailed(MOVE_FAILED, f"the message move task failed: {task.failure_reason}")
     if task.status == "CANCELLED":
         raise CommandFailed(
-            f"the message move task was cancelled; run `durableq redrive {dlq}` to move the rest"
+            MOVE_CANCELLED,
+            f"the message move task was cancelled; run `durableq redrive {dlq}` to move the rest",
         )
 
 

@@ -11,11 +11,20 @@ import click
 import durableq
 from durableq import limits
 
-from .base import fail_entries, open_queue
+from .base import cli_words, fail_entries, open_queue, speaks
 from .output import emit, json_option, progress
 from .parsing import ATTRIBUTE, LINE_KEYS, line_entry, ranged_option
 
 BATCH = limits.MAX_BATCH_ENTRIES
+#: The options of `send` for the library's keywords, in its error messages.
+OPTION_WORDS = {"delay_seconds": "--delay", "group_id": "--group", "deduplication_id": "--dedup-id"}
+#: The same for a line of --file, where the line's own key may give the value too.
+LINE_WORDS = {
+    keyword: f'{option} (or "{key}" in the line)'
+    for key, keyword in LINE_KEYS.items()
+    for word, option in OPTION_WORDS.items()
+    if keyword == word
+}
 
 
 @click.command()
@@ -46,6 +55,7 @@ BATCH = limits.MAX_BATCH_ENTRIES
     f"{BATCH}: a JSON string (the body) or an object with {', '.join(LINE_KEYS)}.",
 )
 @json_option
+@speaks(**OPTION_WORDS)
 def send(
     queue: str,
     body: str | None,
@@ -107,7 +117,7 @@ def _send_file(target: durableq.Queue, file: TextIO, defaults: Mapping[str, Any]
                 try:
                     entries.append(line_entry(str(number), text, defaults))
                 except durableq.DurableQError as exc:
-                    failed.append((number, exc.code, exc.message))
+                    failed.append((number, exc.code, cli_words(exc.message, LINE_WORDS)))
             try:
                 result = _send_batch(target, entries)
             except durableq.DurableQError as exc:
@@ -115,7 +125,7 @@ def _send_file(target: durableq.Queue, file: TextIO, defaults: Mapping[str, Any]
                 where = f"sent {sent} messages; line {chunk[0][0]} on were not sent"
                 raise type(exc)(f"{exc.message} ({where})") from exc
             sent += len(result.successful)
-            failed += [(int(f.id), f.code, f.message) for f in result.failed]
+            failed += [(int(f.id), f.code, cli_words(f.message, LINE_WORDS)) for f in result.failed]
             bar.update(len(chunk))
     failed.sort()
     report = {

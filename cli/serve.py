@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 from pathlib import Path
@@ -93,11 +94,11 @@ def serve(
       aws --endpoint-url http://127.0.0.1:9324 sqs list-queues
     """
     if (tls_cert is None) != (tls_key is None):
-        raise CommandFailed("give both --tls-cert and --tls-key, or neither")
+        raise CommandFailed("InvalidParameterValue", "give both --tls-cert and --tls-key, or neither")
     try:
         keys = None if credentials is None else server.load_credentials(credentials)
     except ValueError as exc:
-        raise CommandFailed(str(exc)) from exc
+        raise CommandFailed("InvalidParameterValue", str(exc)) from exc
 
     def ready(running: server.Server) -> None:
         if as_json:
@@ -122,10 +123,26 @@ def serve(
             on_ready=ready,
         )
     except ImportError as exc:  # the server extra is missing: its message says how to install it
-        raise CommandFailed(str(exc)) from exc
+        raise CommandFailed("ServerExtraMissing", str(exc)) from exc
+    except OSError as exc:
+        raise CommandFailed("InvalidParameterValue", _bind_failure(exc, host, port)) from exc
     finally:  # leave logging as it was (this matters when the CLI runs inside another program)
         root.removeHandler(output)
         root.setLevel(level)
+
+
+_OTHER_PORT = "pass another --port (0 picks a free one)"
+
+
+def _bind_failure(exc: OSError, host: str, port: int) -> str:
+    """Why the address could not be taken, naming it and the option that changes it."""
+    if exc.errno == errno.EADDRINUSE:
+        return f"port {port} on {host} is already in use (another program listens there); {_OTHER_PORT}"
+    if exc.errno == errno.EACCES:
+        return f"not allowed to listen on port {port} (ports below 1024 need privileges); {_OTHER_PORT}"
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"{host} is not an address of this machine; pass another --host"
+    raise exc  # not about the address: the root group reports it
 
 
 COMMANDS = [serve]

@@ -11,9 +11,11 @@ from typing import Any
 import click
 
 import durableq
+from durableq import limits
 
 from .base import open_broker
 from .output import duration, emit, json_option, table
+from .parsing import check_range
 
 #: Counters of ``Queue.metrics``, and their column headings.
 RATES = {
@@ -33,18 +35,19 @@ _sleep = time.sleep
 @click.argument("queue", required=False)
 @click.option(
     "--window",
-    type=click.IntRange(min=1),
-    default=5,
+    type=int,
+    default=limits.DEFAULT_STATS_WINDOW,
     show_default=True,
-    help="Minutes the per-minute rates are averaged over (the current minute counts).",
+    help="Minutes the per-minute rates are averaged over (the current minute counts), "
+    f"1-{limits.MAX_STATS_WINDOW}.",
 )
 @click.option("--watch", is_flag=True, help="Redraw every --interval seconds until Ctrl-C.")
 @click.option(
     "--interval",
-    type=click.FloatRange(min=0.1),
-    default=2.0,
+    type=float,
+    default=limits.DEFAULT_WATCH_INTERVAL,
     show_default=True,
-    help="Seconds between redraws.",
+    help=f"Seconds between redraws, {limits.MIN_WATCH_INTERVAL:g}-{limits.MAX_WATCH_INTERVAL}.",
 )
 @json_option
 def stats(queue: str | None, window: int, watch: bool, interval: float, as_json: bool) -> None:
@@ -59,6 +62,8 @@ def stats(queue: str | None, window: int, watch: bool, interval: float, as_json:
       durableq stats
       durableq stats jobs --watch --interval 1
     """
+    check_range("--window", window, 1, limits.MAX_STATS_WINDOW, "minutes")
+    check_range("--interval", interval, limits.MIN_WATCH_INTERVAL, limits.MAX_WATCH_INTERVAL, "seconds")
     broker = open_broker()
     try:
         while True:

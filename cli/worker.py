@@ -9,6 +9,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -16,13 +17,20 @@ import click
 import durableq
 from durableq import limits
 
-from .base import CommandFailed, open_queue
+from .base import CommandFailed, open_queue, speaks
 from .output import json_option
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(processName)s %(message)s"
 
 
-class JsonLines(logging.Formatter):
+class UtcLines(logging.Formatter):
+    """Log lines whose time is ISO 8601 in UTC, to the millisecond (as every time the CLI prints)."""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        return datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
+
+
+class JsonLines(UtcLines):
     """One JSON object per log record, with the job's outcome fields when the record has them."""
 
     def format(self, record: logging.LogRecord) -> str:
@@ -47,9 +55,11 @@ def load_handler(spec: str) -> Callable[[durableq.Message], Any]:
     try:
         function = getattr(importlib.import_module(module_name), function_name)
     except (ImportError, AttributeError) as exc:
-        raise CommandFailed(f"cannot load handler {spec}: {type(exc).__name__}: {exc}") from exc
+        raise CommandFailed(
+            "InvalidParameterValue", f"cannot load handler {spec}: {type(exc).__name__}: {exc}"
+        ) from exc
     if not callable(function):
-        raise CommandFailed(f"handler {spec} is not callable")
+        raise CommandFailed("InvalidParameterValue", f"handler {spec} is not callable")
     return function  # type: ignore[no-any-return]
 
 
@@ -93,6 +103,14 @@ def load_handler(spec: str) -> Callable[[durableq.Message], Any]:
     "--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]), default="INFO", show_default=True
 )
 @json_option
+@speaks(
+    concurrency="--concurrency",
+    visibility_timeout="--visibility-timeout",
+    heartbeat_interval="--heartbeat",
+    wait_time="--wait",
+    grace_period="--grace-period",
+    idle_timeout="--idle-timeout",
+)
 def worker(
     queue: str,
     handler: str,
@@ -144,7 +162,7 @@ def worker(
 def configure_logging(level: str, as_json: bool) -> logging.Handler:
     """Log to stderr, one line per record (this process, or a worker process it starts)."""
     output = logging.StreamHandler(sys.stderr)
-    output.setFormatter(JsonLines() if as_json else logging.Formatter(LOG_FORMAT))
+    output.setFormatter(JsonLines() if as_json else UtcLines(LOG_FORMAT))
     root = logging.getLogger()
     root.addHandler(output)
     root.setLevel(level)

@@ -81,6 +81,21 @@ class Broker:
         """Stop this broker's move-task runners, write its pending counters, close its connections."""
         self._rt.close()
 
+    def backup(self, dest: str | os.PathLike[str]) -> Path:
+        """Copy the database, while it is in use, into the new file ``dest``; returns its path.
+
+        The copy is consistent (one committed state, including what is still
+        in the ``-wal`` file, which copying the file itself would miss) and
+        writers go on meanwhile.  ``dest`` must not exist; it is created
+        readable by its owner only.  Open the copy with :func:`durableq.open`.
+        """
+        if not isinstance(dest, (str, os.PathLike)):
+            raise InvalidParameterValue(f"dest must be a file path; got {type(dest).__name__}")
+        target = Path(dest)
+        self._rt.counters.flush()  # this process's latest counts belong in the copy too
+        self._rt.db.backup(target, limits.DEFAULT_FILE_MODE)
+        return target
+
     # -- queues -----------------------------------------------------------------
 
     def create_queue(

@@ -130,6 +130,15 @@ WORKER_STOP_CHECK = 1.0
 #: The latest time a broker clock may read: 9999-12-31 (seconds since the epoch).
 MAX_CLOCK = 253_402_300_799
 
+# The command line.
+#: ``durableq stats --window``: minutes its per-minute rates are averaged over (at most a year).
+DEFAULT_STATS_WINDOW = 5
+MAX_STATS_WINDOW = 366 * 24 * 60
+#: ``durableq stats --watch --interval``: seconds between redraws.
+DEFAULT_WATCH_INTERVAL = 2.0
+MIN_WATCH_INTERVAL = 0.1
+MAX_WATCH_INTERVAL = 3_600
+
 # Internal pacing; not part of the contract, but kept with the other numbers.
 #: Where the OS cannot tell of commits (no inotify), how often the WAL file's stamp is read while
 #: some receive waits (one thread per process and file does it for every waiter).

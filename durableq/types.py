@@ -198,6 +198,11 @@ class RedrivePolicy:
     dead_letter_queue: str
     max_receive_count: int
 
+    def exhausted(self, receive_count: int) -> bool:
+        """Whether a message received ``receive_count`` times goes to the dead-letter queue
+        at its next receive (instead of being returned)."""
+        return receive_count >= self.max_receive_count
+
 
 @dataclass(frozen=True, slots=True)
 class RedriveAllowPolicy:

@@ -27,7 +27,7 @@ from . import limits
 from .errors import DurableQError, InvalidParameterValue
 from .ops import validation
 from .queue import Queue
-from .types import Message
+from .types import Message, RedrivePolicy
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,7 @@ class _Job:
     capped: bool = False  # its visibility reached the 12-hour cap of its receive: no more heartbeats
     lost: bool = False  # another consumer has the message now: never delete it
     released: bool = False  # the worker gave it back at stop: the handler's outcome no longer counts
+    settling: bool = False  # the handler returned; its message is being deleted or retried
 
 
 class Worker:
@@ -112,6 +113,7 @@ class Worker:
         self.idle_timeout = idle_timeout
         self.process_initializer = process_initializer
         self._stop = threading.Event()
+        self._stopped_by: str | None = None  # the signal that stopped the worker, if one did
         self._jobs: dict[str, _Job] = {}
         self._lock = threading.Condition()
 
@@ -123,9 +125,18 @@ class Worker:
         with self._lock:
             self._lock.notify_all()
 
+    def _on_signal(self, signum: int) -> None:
+        # Only note it here: the loop logs it (logging inside a signal handler could interleave lines).
+        self._stopped_by = signal.Signals(signum).name
+        self.stop()
+
+    def _log_stop(self, running: int, what: str) -> None:
+        reason = f"{self._stopped_by} received" if self._stopped_by else "stop() called"
+        log.info("%s: stopping (%s: %d, grace period: %g s)", reason, what, running, self.grace_period)
+
     def run(self) -> None:
         """Receive and handle messages until ``stop()``, SIGINT or SIGTERM."""
-        restore = _install_signal_handlers(self.stop)
+        restore = _install_signal_handlers(self._on_signal)
         try:
             if self.processes:
                 self._run_processes()
@@ -171,6 +182,8 @@ class Worker:
                         target=self._handle, args=(message,), name="durableq-job", daemon=True
                     ).start()
         finally:
+            if self._stop.is_set():
+                self._log_stop(len(self._jobs), "running jobs")
             self._drain()
             self._stop.set()
             heartbeat.join()
@@ -197,8 +210,19 @@ class Worker:
 
     def _finish(self, message: Message, started: float, failure: Exception | None) -> None:
         with self._lock:
-            job = self._jobs.pop(message.receipt_handle, None)
-            self._lock.notify_all()
+            job = self._jobs.get(message.receipt_handle)
+            if job is not None and not job.released:
+                job.settling = True  # from now on the drain waits for it instead of releasing it
+        try:
+            self._settle(job, message, started, failure)
+        finally:
+            # Only now does the job leave: a worker that stops never returns between a
+            # handler's success and the delete it earned.
+            with self._lock:
+                self._jobs.pop(message.receipt_handle, None)
+                self._lock.notify_all()
+
+    def _settle(self, job: _Job | None, message: Message, started: float, failure: Exception | None) -> None:
         took = time.monotonic() - started
         if job is None or job.released:
             log.warning(
@@ -221,6 +245,10 @@ class Worker:
                     "job %s done in %.3f s", message.message_id, took, extra=_outcome(message, "done", took)
                 )
             else:
+                policy = self.queue.attributes()["redrive_policy"]
+                if policy is not None and policy.exhausted(message.receive_count):
+                    self._dead_letter(message, took, failure, policy)
+                    return
                 delay = self.backoff(message.receive_count)
                 self.queue.change_visibility(message.receipt_handle, delay)
                 log.warning(
@@ -237,6 +265,25 @@ class Worker:
                 )
         except DurableQError as exc:
             log.error("job %s: could not settle the message: %s", message.message_id, exc)
+
+    def _dead_letter(self, message: Message, took: float, failure: Exception, policy: RedrivePolicy) -> None:
+        """A failure on the last receive the redrive policy allows: the next receive moves the
+        message to the dead-letter queue, so it is released at once instead of after a back-off."""
+        self.queue.change_visibility(message.receipt_handle, 0)
+        error = f"{type(failure).__name__}: {failure}"
+        log.error(
+            "job %s failed in %.3f s on its last allowed receive (%d of %d): %s; "
+            "it moves to dead-letter queue %s",
+            message.message_id,
+            took,
+            message.receive_count,
+            policy.max_receive_count,
+            error,
+            policy.dead_letter_queue,
+            extra=_outcome(
+                message, "dead-lettered", took, error=error, dead_letter_queue=policy.dead_letter_queue
+            ),
+        )
 
     def _heartbeat(self) -> None:
         """Extend the visibility of long-running jobs, never past 12 h from their receive."""
@@ -270,9 +317,11 @@ class Worker:
         with self._lock:
             while self._jobs and time.monotonic() < deadline:
                 self._lock.wait(min(deadline - time.monotonic(), STOP_CHECK))
-            unfinished = [j for j in self._jobs.values() if not j.lost]
+            unfinished = [j for j in self._jobs.values() if not j.lost and not j.settling]
             for job in unfinished:
                 job.released = True
+            while any(j.settling for j in self._jobs.values()):
+                self._lock.wait(STOP_CHECK)  # one delete or change-visibility each
         for job in unfinished:
             try:
                 self.queue.change_visibility(job.message.receipt_handle, 0)
@@ -309,6 +358,8 @@ class Worker:
         try:
             while any(c.is_alive() for c in children) and not self._stop.wait(STOP_CHECK):
                 pass
+            if self._stop.is_set():
+                self._log_stop(sum(c.is_alive() for c in children), "worker processes")
         finally:
             for child in children:
                 if child.is_alive() and child.pid is not None:
@@ -357,14 +408,16 @@ def _stop_when_orphaned(worker: Worker, parent: int) -> None:
             worker.stop()
 
 
-def _install_signal_handlers(stop: Callable[[], None]) -> Callable[[], None]:
-    """SIGINT and SIGTERM call ``stop``; returns what puts the old handlers back.
+def _install_signal_handlers(stop: Callable[[int], None]) -> Callable[[], None]:
+    """SIGINT and SIGTERM call ``stop(signum)``; returns what puts the old handlers back.
 
     Signal handlers can only be set from the main thread; elsewhere ``stop()`` is the way.
     """
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
-    previous = {sig: signal.signal(sig, lambda *_: stop()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {
+        sig: signal.signal(sig, lambda signum, _: stop(signum)) for sig in (signal.SIGINT, signal.SIGTERM)
+    }
 
     def restore() -> None:
         for sig, handler in previous.items():

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import CodeType
 
 import pytest
 
@@ -27,6 +30,34 @@ class FakeClock:
     def advance(self, seconds: float) -> None:
         with self._lock:
             self._now += seconds
+
+
+def threads_inside(code: CodeType) -> list[int]:
+    """The threads of this process (their idents) now running ``code``, at any depth of their stack."""
+    inside = []
+    for ident, frame in sys._current_frames().items():
+        while frame is not None:
+            if frame.f_code is code:
+                inside.append(ident)
+                break
+            frame = frame.f_back  # type: ignore[assignment]
+    return inside
+
+
+def until(condition: Callable[[], object], what: str, timeout: float = 30) -> None:
+    """Poll until ``condition()`` is true; fail loudly (saying ``what``) at the deadline."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        time.sleep(0.005)
+
+
+def until_long_polls_wait(count: int = 1) -> None:
+    """Return once ``count`` threads of this process are inside a long poll's wait: a send after
+    this call is one the poll waits for, not one it finds when it starts."""
+    from durableq.ops.receive import Receiver
+
+    until(lambda: len(threads_inside(Receiver._wait.__code__)) >= count, f"{count} long polls wait")
 
 
 @pytest.fixture

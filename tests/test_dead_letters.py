@@ -200,7 +200,11 @@ def test_a_rate_limited_move_can_be_cancelled(broker: durableq.Broker, clock: Fa
     task = broker.start_message_move("jobs-dlq", max_per_second=5)
     with pytest.raises(durableq.InvalidParameterValue, match="already running"):
         broker.start_message_move("jobs-dlq")
-    time.sleep(0.5)  # real time: the rate is real
+    # Real time: the rate is real.  Cancel once the task has moved some (and not all) messages.
+    deadline = time.monotonic() + 30
+    while broker.list_message_moves("jobs-dlq")[0].moved < 5:
+        assert time.monotonic() < deadline, "the task moved nothing"
+        time.sleep(0.05)
     cancelled = broker.cancel_message_move(task.task_handle)
     assert cancelled.status == "CANCELLING"
     broker.wait_for_message_move(task.task_handle, 30)

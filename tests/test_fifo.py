@@ -51,7 +51,14 @@ def test_fifo_ids_are_1_to_128_ascii_characters(dedup: durableq.Queue, bad: str)
 
 
 def test_ids_may_use_ascii_punctuation(dedup: durableq.Queue) -> None:
-    dedup.send("x", group_id="!#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", deduplication_id="a" * 128)
+    group = "!#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+    sent = dedup.send("x", group_id=group, deduplication_id="a" * 128)
+    [message] = dedup.receive()
+    assert (message.message_id, message.group_id, message.deduplication_id) == (
+        sent.message_id,
+        group,
+        "a" * 128,
+    )
 
 
 def test_per_message_delay_must_be_zero(dedup: durableq.Queue) -> None:

@@ -10,37 +10,50 @@ from pathlib import Path
 import pytest
 
 import durableq
-from tests.conftest import FakeClock
+from tests.conftest import FakeClock, until_long_polls_wait
 
 
-def _send_later(path: str, queue: str, body: str, delay: float) -> None:
-    time.sleep(delay)
+def _send(path: str, queue: str, body: str) -> None:
     with durableq.open(path) as broker:
         broker.get_queue(queue).send(body)
+
+
+def _poll(queue: durableq.Queue, wait_time: int = 20) -> tuple[threading.Thread, list[durableq.Message]]:
+    """A long poll in a thread of its own; the list receives what it returns."""
+    received: list[durableq.Message] = []
+    thread = threading.Thread(target=lambda: received.extend(queue.receive(wait_time=wait_time)))
+    thread.start()
+    return thread, received
+
+
+def _returned_before_its_deadline(thread: threading.Thread, started: float) -> bool:
+    thread.join(30)
+    return not thread.is_alive() and time.monotonic() - started < 15  # a 20 s poll, woken well before
 
 
 def test_a_send_from_another_process_wakes_a_long_poll(db_path: Path) -> None:
     with durableq.open(db_path) as broker:
         queue = broker.create_queue("jobs")
+        started = time.monotonic()
+        poll, received = _poll(queue)
+        until_long_polls_wait()
         sender = multiprocessing.get_context("spawn").Process(
-            target=_send_later, args=(str(db_path), "jobs", "from afar", 1.0)
+            target=_send, args=(str(db_path), "jobs", "from afar")
         )
         sender.start()
-        started = time.monotonic()
-        messages = queue.receive(wait_time=20)
-        waited = time.monotonic() - started
         sender.join(30)
-    assert [m.body for m in messages] == ["from afar"]
-    assert waited < 15  # returned on arrival, not at the 20 s deadline
+        assert sender.exitcode == 0
+        assert _returned_before_its_deadline(poll, started)
+    assert [m.body for m in received] == ["from afar"]
 
 
 def test_a_send_from_another_thread_wakes_a_long_poll(queue: durableq.Queue) -> None:
-    timer = threading.Timer(0.3, queue.send, args=("from a thread",))
-    timer.start()
     started = time.monotonic()
-    messages = queue.receive(wait_time=20)
-    assert [m.body for m in messages] == ["from a thread"]
-    assert time.monotonic() - started < 15
+    poll, received = _poll(queue)
+    until_long_polls_wait()
+    queue.send("from a thread")
+    assert _returned_before_its_deadline(poll, started)
+    assert [m.body for m in received] == ["from a thread"]
 
 
 def test_an_empty_long_poll_returns_at_its_deadline(queue: durableq.Queue) -> None:
@@ -64,8 +77,12 @@ def test_a_long_poll_wakes_when_a_delayed_message_becomes_visible(
     queue: durableq.Queue, clock: FakeClock
 ) -> None:
     queue.send("delayed", delay_seconds=60)
-    threading.Timer(0.3, clock.advance, args=(60,)).start()
-    assert [m.body for m in queue.receive(wait_time=20)] == ["delayed"]
+    started = time.monotonic()
+    poll, received = _poll(queue)
+    until_long_polls_wait()  # it found nothing visible, and waits
+    clock.advance(60)
+    assert _returned_before_its_deadline(poll, started)
+    assert [m.body for m in received] == ["delayed"]
 
 
 def test_a_long_poll_wakes_when_an_in_flight_message_comes_back(
@@ -73,9 +90,12 @@ def test_a_long_poll_wakes_when_an_in_flight_message_comes_back(
 ) -> None:
     queue.send("retry me")
     queue.receive(visibility_timeout=30)
-    threading.Timer(0.3, clock.advance, args=(30,)).start()
-    [message] = queue.receive(wait_time=20)
-    assert message.receive_count == 2
+    started = time.monotonic()
+    poll, received = _poll(queue)
+    until_long_polls_wait()
+    clock.advance(30)
+    assert _returned_before_its_deadline(poll, started)
+    assert [m.receive_count for m in received] == [2]
 
 
 @pytest.mark.parametrize("bad", [-1, 21, 1.5])
@@ -93,7 +113,7 @@ def test_two_long_polls_never_get_the_same_message(queue: durableq.Queue) -> Non
     waiters = [threading.Thread(target=wait) for _ in range(2)]
     for waiter in waiters:
         waiter.start()
-    time.sleep(0.3)
+    until_long_polls_wait(2)  # both wait when the one message arrives
     queue.send("only one")
     for waiter in waiters:
         waiter.join()

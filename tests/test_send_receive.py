@@ -124,11 +124,14 @@ def test_delete_removes_the_message_for_good(queue: durableq.Queue, clock: FakeC
     assert queue.stats().approximate_number_of_messages_not_visible == 0
 
 
-def test_delete_twice_succeeds_on_a_standard_queue(queue: durableq.Queue) -> None:
+def test_delete_twice_succeeds_on_a_standard_queue(queue: durableq.Queue, clock: FakeClock) -> None:
     queue.send("done")
+    queue.send("other")
     [message] = queue.receive()
     queue.delete(message.receipt_handle)
-    queue.delete(message.receipt_handle)
+    assert queue.delete(message.receipt_handle) is None  # gone already: still a success
+    clock.advance(60)  # past the visibility timeout: nothing of the deleted message comes back
+    assert [m.body for m in queue.receive(10)] == ["other"]
 
 
 def test_any_handle_ever_issued_deletes_a_standard_message(queue: durableq.Queue, clock: FakeClock) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -64,8 +65,9 @@ def test_handled_messages_are_deleted(db_path: Path, tmp_path: Path) -> None:
 
 
 def test_failures_retry_after_a_backoff_then_go_to_the_dead_letter_queue(
-    db_path: Path, tmp_path: Path
+    db_path: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="durableq.worker")
     log = tmp_path / "jobs.log"
     with durableq.open(db_path) as broker:
         dead = broker.create_queue("jobs-dlq")
@@ -87,7 +89,15 @@ def test_failures_retry_after_a_backoff_then_go_to_the_dead_letter_queue(
         assert moved.dead_letter_source == "jobs" and moved.receive_count == 4
     attempts = [job for event, job, _, _ in events(str(log)) if event == "start"]
     assert attempts.count("bad") == 3 and attempts.count("good") == 1
-    assert backoffs == [1, 2, 3]  # the back-off grows with the receive count
+    # The back-off grows with the receive count; the last allowed receive's failure has none:
+    # the message is released at once, and the next receive moves it.
+    assert backoffs == [1, 2]
+    outcomes = [(r.job["outcome"], r.job["receive_count"]) for r in caplog.records if hasattr(r, "job")]
+    assert sorted(outcomes) == [("dead-lettered", 3), ("done", 1), ("failed", 1), ("failed", 2)]
+    [dead_lettered] = [r for r in caplog.records if getattr(r, "job", {}).get("outcome") == "dead-lettered"]
+    assert dead_lettered.levelno == logging.ERROR
+    assert dead_lettered.job["dead_letter_queue"] == "jobs-dlq"
+    assert "moves to dead-letter queue jobs-dlq" in dead_lettered.getMessage()
 
 
 def test_the_default_backoff_grows_and_is_capped() -> None:
@@ -190,6 +200,9 @@ def test_a_killed_worker_loses_nothing(db_path: Path, tmp_path: Path) -> None:
         _until(
             lambda: queue.stats().approximate_number_of_messages == 3, timeout=15
         )  # back after the timeout
+        back = queue.receive(10)
+    assert sorted(json.loads(m.body)["id"] for m in back) == ["j0", "j1", "j2"]
+    assert {m.receive_count for m in back} == {2}  # received by the killed worker, then again here
 
 
 def test_two_worker_processes_never_run_one_job_at_once(db_path: Path, tmp_path: Path) -> None:

@@ -23,11 +23,22 @@ def _log(path: str, event: str, job: str) -> None:
         os.close(fd)
 
 
+#: How long a job waits at most for its ``until`` file.
+GATE_TIMEOUT = 60.0
+
+
 def record(message: durableq.Message) -> None:
-    """Log the job, sleep as long as it says, fail if it says so."""
+    """Log the job, sleep as long as it says, wait for its ``until`` file if it names one
+    (the test creates it to let the job end), fail if it says so."""
     job = json.loads(message.body)
     _log(job["log"], "start", job["id"])
     time.sleep(job.get("sleep", 0))
+    if "until" in job:
+        deadline = time.monotonic() + GATE_TIMEOUT
+        while not os.path.exists(job["until"]):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"job {job['id']}: {job['until']} did not appear")
+            time.sleep(0.01)
     if job.get("fail"):
         _log(job["log"], "fail", job["id"])
         raise RuntimeError(f"job {job['id']} fails on purpose")

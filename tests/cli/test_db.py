@@ -74,7 +74,10 @@ def test_db_history_needs_no_file(run: Run, db: Path) -> None:
 )
 def test_a_missing_file_is_an_error_not_a_new_file(run: Run, db: Path, args: tuple[str, ...]) -> None:
     result = run(*args, code=1)
-    assert result.stderr == f"error: no durableq database at {db}; run `durableq init` or pass --db\n"
+    assert (
+        result.stderr
+        == f"error: DatabaseError: no durableq database at {db}; run `durableq init` or pass --db\n"
+    )
     assert not db.exists()
 
 
@@ -111,3 +114,22 @@ def test_a_file_that_is_not_sqlite_is_refused(run: Run, db: Path) -> None:
     result = run("init", code=1)
     assert result.stderr.startswith("error: DatabaseCorrupt: ")
     assert result.stderr.count("\n") == 1
+
+
+def test_backup_copies_the_database_in_use(run: Run, db: Path, tmp_path: Path) -> None:
+    with durableq.open(db) as broker:  # open while the command runs, as a live producer would be
+        broker.create_queue("jobs").send("kept")
+        copy = tmp_path / "copy.db"
+        report = json.loads(run("backup", str(copy), "--json").stdout)
+        assert report == {"source": str(db), "backup": str(copy), "bytes": copy.stat().st_size}
+        assert run("backup", str(tmp_path / "text.db")).stdout == (
+            f"backed up {db} to {tmp_path / 'text.db'} ({(tmp_path / 'text.db').stat().st_size:,} bytes)\n"
+        )
+        refused = run("backup", str(copy), code=1)
+        assert refused.stderr == (
+            f"error: InvalidParameterValue: {copy} exists; "
+            "a backup is written to a new file (remove it first)\n"
+        )
+    with durableq.open(copy) as restored:
+        [peeked] = restored.get_queue("jobs").peek()
+        assert peeked.body == "kept"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -36,8 +37,9 @@ def test_bad_usage_exits_2(run: Run, broker: durableq.Broker, args: tuple[str, .
 
 
 def test_json_goes_after_the_command(run: Run, broker: durableq.Broker) -> None:
-    run("--json", "queue", "list", code=2)
-    run("queue", "list", "--json")
+    broker.create_queue("jobs")
+    assert "No such option '--json'" in run("--json", "queue", "list", code=2).stderr
+    assert json.loads(run("queue", "list", "--json").stdout) == ["jobs"]
 
 
 def test_an_unexpected_error_is_still_one_line(
@@ -48,7 +50,10 @@ def test_an_unexpected_error_is_still_one_line(
 
     monkeypatch.setattr(durableq.Broker, "list_queues", broken)
     result = run("queue", "list", code=1)
-    assert result.stderr == "error: unexpected RuntimeError: boom (a bug in durableq; please report it)\n"
+    assert (
+        result.stderr
+        == "error: InternalFailure: unexpected RuntimeError: boom (a bug in durableq; please report it)\n"
+    )
 
 
 def test_a_file_that_cannot_be_read_is_one_line(run: Run, tmp_path: Path) -> None:
@@ -56,7 +61,9 @@ def test_a_file_that_cannot_be_read_is_one_line(run: Run, tmp_path: Path) -> Non
     bad.write_bytes(b'"caf\xe9"\n')  # Latin-1, not UTF-8
     run("queue", "create", "jobs")
     result = run("send", "jobs", "--file", str(bad), code=1)
-    assert result.stderr.startswith("error: the input is not UTF-8 text (invalid continuation byte")
+    assert result.stderr.startswith(
+        "error: InvalidParameterValue: the input is not UTF-8 text (invalid continuation byte"
+    )
     assert result.stderr.count("\n") == 1
 
 

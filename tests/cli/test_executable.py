@@ -45,7 +45,10 @@ def test_a_session_through_the_executable(db: Path) -> None:
 def test_errors_and_usage_through_the_executable(db: Path) -> None:
     missing = _durableq(db, "queue", "list")
     assert missing.returncode == 1
-    assert missing.stderr == f"error: no durableq database at {db}; run `durableq init` or pass --db\n"
+    assert (
+        missing.stderr
+        == f"error: DatabaseError: no durableq database at {db}; run `durableq init` or pass --db\n"
+    )
     _durableq(db, "init")
     refused = _durableq(db, "receive", "nope")
     assert refused.returncode == 1

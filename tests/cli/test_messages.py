@@ -48,7 +48,7 @@ def test_send_to_a_fifo_queue(run: Run, broker: durableq.Broker) -> None:
     (message,) = orders.peek()
     assert (message.group_id, message.deduplication_id) == ("o17", "c17")
     missing = run("send", "orders.fifo", "x", code=1)
-    assert missing.stderr.startswith("error: MissingParameter: group_id is required")
+    assert missing.stderr.startswith("error: MissingParameter: --group is required")
 
 
 def test_send_checks_its_words(run: Run, broker: durableq.Broker) -> None:
@@ -93,7 +93,7 @@ def test_receive_from_an_empty_queue(run: Run, broker: durableq.Broker) -> None:
     assert run("receive", "jobs").stdout == "no messages\n"
     assert json.loads(run("receive", "jobs", "--json").stdout) == []
     too_many = run("receive", "jobs", "-n", "11", code=1)
-    assert too_many.stderr.startswith("error: InvalidParameterValue: max_messages must be from 1 to 10")
+    assert too_many.stderr.startswith("error: InvalidParameterValue: --max-messages must be from 1 to 10")
 
 
 def test_delete_by_receipt_handles_in_batches(run: Run, broker: durableq.Broker) -> None:
@@ -115,7 +115,7 @@ def test_delete_reports_each_receipt_that_failed(run: Run, broker: durableq.Brok
     assert result.stderr.splitlines() == [
         "receipt 2: ReceiptHandleIsInvalid: receipt handle 'garbage' is malformed; "
         "use a handle returned by receive",
-        "error: 1 of 2 deletes failed",
+        "error: EntriesFailed: 1 of 2 deletes failed",
     ]
     assert jobs.peek() == []
 

@@ -55,9 +55,9 @@ def test_create_checks_its_words(run: Run) -> None:
     run("queue", "create", "a", "--tag", "novalue", code=2)
     run("queue", "create", "a", "--visibility-timeout", "soon", code=2)
     out_of_range = run("queue", "create", "a", "--visibility-timeout", "99999", code=1)
-    assert out_of_range.stderr.startswith("error: InvalidAttributeValue: visibility_timeout must be from")
+    assert out_of_range.stderr.startswith("error: InvalidAttributeValue: --visibility-timeout must be from")
     wrong_suffix = run("queue", "create", "a.fifo", code=1)
-    assert "pass fifo=True" in wrong_suffix.stderr
+    assert "pass --fifo to create a FIFO queue" in wrong_suffix.stderr
 
 
 def test_list_with_a_prefix(run: Run, broker: durableq.Broker) -> None:

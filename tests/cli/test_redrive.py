@@ -49,7 +49,7 @@ def test_a_failed_task_exits_1(run: Run, broker: durableq.Broker) -> None:
     result = run("redrive", "jobs-dlq", code=1)
     assert result.stdout.startswith("FAILED: moved 0 of 1 messages")
     assert result.stderr == (
-        "error: the message move task failed: "
+        "error: MessageMoveFailed: the message move task failed: "
         "a message has no source queue to go back to; name a destination\n"
     )
 

@@ -46,7 +46,7 @@ def test_sends_every_line_and_reports_the_ones_that_failed(
         (11, "InvalidParameterValue"),
     ]
     assert "not JSON" in report["failed"][0]["message"]
-    assert result.stderr.splitlines()[-1] == "error: 4 of 29 lines failed"
+    assert result.stderr.splitlines()[-1] == "error: EntriesFailed: 4 of 29 lines failed"
     assert "line 9: InvalidParameterValue: message body must not be empty" in result.stderr
     stats = jobs.stats()
     assert (stats.approximate_number_of_messages, stats.approximate_number_of_messages_delayed) == (24, 1)

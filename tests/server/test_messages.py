@@ -5,9 +5,12 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+from http.client import HTTPConnection
 from typing import Any
 
 import pytest
+
+from tests.conftest import threads_inside, until
 
 from .conftest import ACCOUNT, REGION, client, error_of
 
@@ -291,8 +294,21 @@ def test_cancel_a_running_move_task(sqs: Any, name: str) -> None:
     )
     (task,) = sqs.list_message_move_tasks(SourceArn=dlq_arn, MaxResults=10)["Results"]
     assert task["Status"] == "RUNNING" and task["ApproximateNumberOfMessagesToMove"] == 30
-    moved = sqs.cancel_message_move_task(TaskHandle=task["TaskHandle"])["ApproximateNumberOfMessagesMoved"]
-    assert 0 <= moved < 30
+    sqs.cancel_message_move_task(TaskHandle=task["TaskHandle"])
+    deadline = time.monotonic() + 30
+    while (task := sqs.list_message_move_tasks(SourceArn=dlq_arn)["Results"][0])["Status"] == "CANCELLING":
+        assert time.monotonic() < deadline, "the cancelled task never stopped"
+        time.sleep(0.05)
+    # It stopped before the end (30 messages at 1 a second), and what it moved stayed moved: none lost.
+    moved = task["ApproximateNumberOfMessagesMoved"]
+    assert task["Status"] == "CANCELLED" and moved < 30
+    left = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+    arrived = sqs.get_queue_attributes(
+        QueueUrl=sqs.get_queue_url(QueueName=f"{name}-to")["QueueUrl"],
+        AttributeNames=["ApproximateNumberOfMessages"],
+    )
+    assert int(arrived["Attributes"]["ApproximateNumberOfMessages"]) == moved
+    assert int(left["Attributes"]["ApproximateNumberOfMessages"]) == 30 - moved
 
 
 def test_a_long_poll_holds_up_no_other_request(sqs: Any, server: Any, queue_url: str) -> None:
@@ -304,9 +320,11 @@ def test_a_long_poll_holds_up_no_other_request(sqs: Any, server: Any, queue_url:
         )
     )
     poll.start()
-    time.sleep(0.2)  # not a timing assertion: only makes it likely that the poll is waiting already
+    # The poll's request is sent once its thread waits for the answer (the server is another process).
+    until(lambda: poll.ident in threads_inside(HTTPConnection.getresponse.__code__), "the poll is sent")
     for _ in range(5):  # other requests are answered while the poll waits
         sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages"])
+    assert poll.is_alive(), "the poll ended before the other requests were answered"
     sqs.send_message(QueueUrl=queue_url, MessageBody="wake up")
     poll.join(30)
     assert [m["Body"] for m in received] == ["wake up"]

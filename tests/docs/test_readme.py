@@ -1,0 +1,153 @@
+"""The README runs as written: its Python examples, its command-line session, its shell examples,
+and the endpoint's examples against a real `durableq serve`.
+
+Each Python example runs as a program in an empty folder of its own (so it must
+define every name it uses); what it prints is compared with the output block
+the README shows after it (see :mod:`tests.docs.markdown` for what may differ).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .markdown import Bindings, Block, blocks, compare
+from .shell import ROOT, Shell
+
+README = ROOT / "README.md"
+BLOCKS = blocks(README)
+#: The endpoint URL the README's examples use; the endpoint test gives them a server's real one.
+ENDPOINT = "http://127.0.0.1:9324"
+PYTHON = [b for b in BLOCKS if b.lang == "python" and ENDPOINT not in b.text]
+BIN = Path(sys.executable).parent
+
+
+def _environment() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DURABLEQ_", "AWS_"))}
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"  # durableq and aws of this environment
+    return env
+
+
+def _run_python(block: Block, folder: Path, text: str | None = None) -> str:
+    folder.mkdir(exist_ok=True)
+    (folder / "example.py").write_text(text or block.text, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "example.py"],
+        cwd=folder,
+        env=_environment(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, f"README {block.label} failed:\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def test_the_readme_has_the_examples_this_module_runs() -> None:
+    assert len(PYTHON) >= 7
+    assert [b.lang for b in BLOCKS].count("console") == 1
+    assert all(b.output is not None for b in PYTHON if "print(" in b.text and "Worker(" not in b.text)
+
+
+@pytest.mark.parametrize("block", PYTHON, ids=[b.label for b in PYTHON])
+def test_a_python_example(block: Block, tmp_path: Path) -> None:
+    printed = _run_python(block, tmp_path)
+    if block.output is not None:
+        compare(
+            block.output.text,
+            printed,
+            Bindings(),
+            excerpt=block.output.output_of_previous == "excerpt",
+            what=f"README {block.label}",
+        )
+
+
+def test_the_command_line_session(tmp_path: Path) -> None:
+    [session] = [b for b in BLOCKS if b.lang == "console"]
+    shutil.copytree(ROOT / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("__pycache__"))
+    bindings = Bindings()
+    steps = session.text.split("\n$ ")
+    assert steps[0].startswith("$ ")
+    for step in [steps[0][2:], *steps[1:]]:
+        command, _, shown = step.partition("\n")
+        what = f"README session: $ {command}"
+        done = subprocess.run(
+            ["bash", "-o", "pipefail", "-c", bindings.substitute(command)],
+            cwd=tmp_path,
+            env=_environment(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, f"{what}: exit status {done.returncode}\n{done.stderr}"
+        assert done.stderr == "", f"{what}: {done.stderr}"
+        compare(shown, done.stdout, bindings, what=what)
+    assert len(bindings) >= 4  # the ids and the receipt handle the session reuses were bound
+
+
+@pytest.mark.slow
+def test_the_shell_examples(tmp_path: Path, sample_db: Path) -> None:
+    shell = Shell(tmp_path, sample_db)
+    ran = 0
+    for block in BLOCKS:
+        if block.lang != "sh":
+            continue
+        printed = shell.run(block)
+        ran += 1
+        if block.output is not None:
+            compare(
+                block.output.text,
+                printed,
+                Bindings(),
+                excerpt=block.output.output_of_previous == "excerpt",
+                what=f"README {block.label}",
+            )
+    assert ran >= 5
+
+
+@pytest.mark.slow
+def test_the_endpoint_examples(tmp_path: Path) -> None:
+    section = [b for b in BLOCKS if b.region == "server" and b.lang in ("sh", "python")]
+    [serve] = [b for b in section if b.lang == "sh" and "durableq" in b.text and " serve" in b.text]
+    [with_boto3] = [b for b in section if b.lang == "python" and ENDPOINT in b.text]
+    [with_aws] = [b for b in section if b.lang == "sh" and b.text.lstrip().startswith("export")]
+    command, _, announced = serve.text.strip().partition("#")
+    server = subprocess.Popen(
+        [*shlex.split(command), "--port", "0"],  # the README's command, on a free port
+        cwd=tmp_path,
+        env=_environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()
+        url = line.rsplit(" ", 1)[-1].strip()
+        assert line.strip() == announced.strip().replace(ENDPOINT, url)
+        printed = _run_python(with_boto3, tmp_path / "boto3", with_boto3.text.replace(ENDPOINT, url))
+        assert with_boto3.output is not None
+        compare(with_boto3.output.text, printed, Bindings(), what=f"README {with_boto3.label}")
+        env = _environment()
+        received = ""
+        for text in with_aws.text.strip().splitlines():
+            words = shlex.split(text.replace(ENDPOINT, url), comments=True)
+            if words[0] == "export":
+                env.update(word.split("=", 1) for word in words[1:])
+                continue
+            done = subprocess.run(words, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0, f"README {with_aws.label}: {text}\n{done.stderr}"
+            received = done.stdout
+        [message] = json.loads(received)["Messages"]  # the last command receives what the one before sent
+        assert message["Body"] == "hello"
+    finally:
+        server.terminate()
+        _, errors = server.communicate(timeout=60)
+    assert server.returncode == 0, errors

@@ -11,7 +11,7 @@ import click
 import durableq
 from durableq import limits
 
-from .base import cli_words, fail_entries, open_queue, speaks
+from .base import CommandFailed, cli_words, fail_entries, open_queue, speaks
 from .output import emit, json_option, progress
 from .parsing import ATTRIBUTE, LINE_KEYS, line_entry, ranged_option
 
@@ -123,7 +123,7 @@ def _send_file(target: durableq.Queue, file: TextIO, defaults: Mapping[str, Any]
             except durableq.DurableQError as exc:
                 # The whole batch was refused (the file is locked, the queue is gone): say how far it got.
                 where = f"sent {sent} messages; line {chunk[0][0]} on were not sent"
-                raise type(exc)(f"{exc.message} ({where})") from exc
+                raise CommandFailed(exc.code, f"{cli_words(exc.message, LINE_WORDS)} ({where})") from exc
             sent += len(result.successful)
             failed += [(int(f.id), f.code, cli_words(f.message, LINE_WORDS)) for f in result.failed]
             bar.update(len(chunk))

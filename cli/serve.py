@@ -106,8 +106,8 @@ def serve(
         else:
             server.announce(running)
 
-    root = logging.getLogger()
-    level = root.level
+    root, ours = logging.getLogger(), logging.getLogger("durableq")
+    levels = root.level, ours.level
     output = logs.configure(log_level, log_format)
     try:
         server.run(
@@ -128,7 +128,8 @@ def serve(
         raise CommandFailed("InvalidParameterValue", _bind_failure(exc, host, port)) from exc
     finally:  # leave logging as it was (this matters when the CLI runs inside another program)
         root.removeHandler(output)
-        root.setLevel(level)
+        root.setLevel(levels[0])
+        ours.setLevel(levels[1])
 
 
 _OTHER_PORT = "pass another --port (0 picks a free one)"

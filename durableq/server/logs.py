@@ -47,9 +47,13 @@ def configure(level: str = "INFO", log_format: str = "text") -> logging.Handler:
         raise ValueError(f"log format must be one of {', '.join(LOG_FORMATS)}; got {log_format!r}")
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT))
+    wanted = logging.getLevelName(level.upper())
+    if not isinstance(wanted, int):
+        raise ValueError(f"unknown log level {level!r}")
     root = logging.getLogger()
     root.addHandler(handler)
-    root.setLevel(level.upper())
-    # uvicorn's own start and stop lines say nothing ours do not.
-    logging.getLogger("uvicorn").setLevel(max(logging.WARNING, root.level))
+    # durableq's lines at the level asked for; other libraries' (alembic's set-up chatter on every
+    # migration, uvicorn's start and stop lines) only from WARNING, unless DEBUG asks for everything.
+    root.setLevel(wanted if wanted <= logging.DEBUG else max(logging.WARNING, wanted))
+    logging.getLogger("durableq").setLevel(wanted)
     return handler

@@ -107,10 +107,10 @@ def test_a_line_of_a_file_names_its_key_and_the_option(
     lines = tmp_path / "orders.jsonl"
     lines.write_text('{"body": "created", "dedup_id": "o-1"}\n', encoding="utf-8")
     result = run("send", "orders.fifo", "--file", str(lines), code=1)
+    # A FIFO batch with a message lacking its group is refused whole (as SQS does): nothing was sent.
     assert result.stderr.splitlines() == [
-        'line 1: MissingParameter: --group (or "group" in the line) is required for every message sent '
-        "to FIFO queue 'orders.fifo'",
-        "error: EntriesFailed: 1 of 1 lines failed",
+        'error: MissingParameter: --group (or "group" in the line) is required for every message sent '
+        "to FIFO queue 'orders.fifo' (sent 0 messages; line 1 on were not sent)",
     ]
 
 

@@ -55,6 +55,8 @@ MAX_KMS_DATA_KEY_REUSE_PERIOD = 86_400
 MAX_KMS_KEY_ID_LENGTH = 2_048
 MAX_POLICY_BYTES = 20_480
 MAX_PERMISSION_LABEL_LENGTH = 80
+#: Actions one AddPermission statement may allow (SQS refuses more with OverLimit).
+MAX_PERMISSION_ACTIONS = 7
 FIFO_THROUGHPUT_LIMITS = ("perQueue", "perMessageGroupId")
 DEFAULT_FIFO_THROUGHPUT_LIMIT = "perQueue"
 #: AWSTraceHeader, the one message system attribute SQS lets senders set.

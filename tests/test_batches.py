@@ -38,6 +38,9 @@ def test_batch_level_errors(queue: durableq.Queue) -> None:
         queue.send_batch([SendEntry(str(i), "x") for i in range(11)])
     with pytest.raises(durableq.BatchEntryIdsNotDistinct, match="'a'"):
         queue.send_batch([SendEntry("a", "x"), SendEntry("a", "y")])
+    # The first entry that repeats an earlier id is named, as SQS names it.
+    with pytest.raises(durableq.BatchEntryIdsNotDistinct, match="'b'"):
+        queue.send_batch([SendEntry(i, "x") for i in ("a", "b", "b", "a")])
     for bad_id in ("", "x" * 81, "has space", "dot."):
         with pytest.raises(durableq.InvalidBatchEntryId):
             queue.send_batch([SendEntry(bad_id, "x")])

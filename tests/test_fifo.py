@@ -251,19 +251,30 @@ def test_a_batch_reports_fifo_rule_failures_per_entry(fifo: durableq.Queue) -> N
     result = fifo.send_batch(
         [
             SendEntry("ok", "x", group_id="g", deduplication_id="1"),
-            SendEntry("no-group", "x", deduplication_id="2"),
-            SendEntry("no-dedup", "x", group_id="g"),
             SendEntry("delay", "x", group_id="g", deduplication_id="3", delay_seconds=1),
             SendEntry("dup", "x", group_id="g", deduplication_id="1"),
         ]
     )
     assert [s.id for s in result.successful] == ["ok", "dup"]
     assert result.successful[0].message_id == result.successful[1].message_id
-    assert [(f.id, f.code) for f in result.failed] == [
-        ("no-group", "MissingParameter"),
-        ("no-dedup", "MissingParameter"),
-        ("delay", "InvalidParameterValue"),
-    ]
+    assert [(f.id, f.code) for f in result.failed] == [("delay", "InvalidParameterValue")]
+
+
+@pytest.mark.parametrize(
+    ("entry", "error"),
+    [
+        (SendEntry("no-group", "x", deduplication_id="2"), "group_id is required"),
+        (SendEntry("no-dedup", "x", group_id="g"), "deduplication_id is required"),
+    ],
+)
+def test_a_fifo_batch_with_an_entry_missing_its_ids_sends_nothing(
+    fifo: durableq.Queue, entry: SendEntry, error: str
+) -> None:
+    # As SQS: the whole request is refused, not just that entry.
+    with pytest.raises(durableq.MissingParameter, match=error):
+        fifo.send_batch([SendEntry("ok", "x", group_id="g", deduplication_id="1"), entry])
+    assert fifo.stats().approximate_number_of_messages == 0
+    assert fifo.send("x", group_id="g", deduplication_id="1").sequence_number == "00000000000000000001"
 
 
 def test_a_dead_lettered_fifo_message_restarts_its_enqueue_time_and_keeps_order(

@@ -8,6 +8,7 @@ import pytest
 
 import durableq
 from durableq import limits
+from durableq.ops import permissions
 from tests.conftest import FakeClock
 
 
@@ -261,17 +262,27 @@ def test_permissions_are_statements_of_the_policy(broker: durableq.Broker) -> No
     queue.add_permission("everything", ["444455556666", "111122223333"], ["*"])
     policy = json.loads(queue.attributes()["policy"])
     assert [s["Sid"] for s in policy["Statement"]] == ["producers", "everything"]
-    first = policy["Statement"][0]
-    assert first["Principal"] == {"AWS": ["arn:aws:iam::111122223333:root"]}
-    assert first["Action"] == ["SQS:SendMessage"] and first["Resource"] == "arn:aws:sqs:us-east-1:1:jobs"
+    assert policy["Id"] == "arn:aws:sqs:us-east-1:1:jobs/SQSDefaultPolicy"  # SQS's default policy id
+    first, second = policy["Statement"]
+    # As SQS writes them: one principal or action as a string, several as a list.
+    assert first["Principal"] == {"AWS": "arn:aws:iam::111122223333:root"}
+    assert first["Action"] == "SQS:SendMessage" and first["Resource"] == "arn:aws:sqs:us-east-1:1:jobs"
+    assert second["Principal"] == {
+        "AWS": ["arn:aws:iam::444455556666:root", "arn:aws:iam::111122223333:root"]
+    }
+    assert ", " not in queue.attributes()["policy"]  # compact JSON
     with pytest.raises(durableq.InvalidParameterValue, match="already exists"):
         queue.add_permission("producers", ["111122223333"], ["SendMessage"])
     with pytest.raises(durableq.InvalidParameterValue, match="12 digits"):
         queue.add_permission("bad", ["12"], ["SendMessage"])
     with pytest.raises(durableq.InvalidParameterValue, match="action 'Fly'"):
         queue.add_permission("bad", ["111122223333"], ["Fly"])
-    with pytest.raises(durableq.MissingParameter):
+    with pytest.raises(durableq.MissingParameter, match="account id"):
         queue.add_permission("bad", [], ["SendMessage"])
+    with pytest.raises(durableq.MissingParameter, match="action"):
+        queue.add_permission("bad", ["111122223333"], [])
+    with pytest.raises(durableq.OverLimit, match="at most 7 actions"):  # SQS's limit per statement
+        queue.add_permission("bad", ["111122223333"], list(permissions.ACTIONS[1:9]))
     queue.remove_permission("producers")
     queue.remove_permission("everything")
     assert queue.attributes()["policy"] is None

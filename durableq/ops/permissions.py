@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import limits
-from ..errors import InvalidParameterValue, MissingParameter
+from ..errors import InvalidParameterValue, MissingParameter, OverLimit
 from . import settings
 from .queue_rows import QueueConfig
 
@@ -33,8 +33,20 @@ _LABEL = re.compile(r"[A-Za-z0-9_-]+")
 _ACCOUNT = re.compile(r"\d{12}")
 
 
-def _document(queue: QueueConfig) -> dict[str, Any]:
-    return json.loads(queue.policy) if queue.policy else {"Version": "2012-10-17", "Statement": []}
+def _document(queue: QueueConfig, resource: str) -> dict[str, Any]:
+    """The queue's policy, or SQS's default policy document for ``resource`` (the queue's ARN)."""
+    if queue.policy:
+        return json.loads(queue.policy)  # type: ignore[no-any-return]
+    return {"Version": "2012-10-17", "Id": f"{resource}/SQSDefaultPolicy", "Statement": []}
+
+
+def _one_or_list(values: list[str]) -> str | list[str]:
+    # SQS writes a single principal or action as a string, several as a list.
+    return values[0] if len(values) == 1 else values
+
+
+def _text(document: dict[str, Any]) -> str:
+    return json.dumps(document, separators=(",", ":"))  # compact, as SQS returns its policies
 
 
 def add(
@@ -56,35 +68,41 @@ def add(
             f"permission label {label!r} is not allowed: use 1 to {limits.MAX_PERMISSION_LABEL_LENGTH} "
             "characters of A-Z a-z 0-9 _ -"
         )
-    if not account_ids or not actions:
-        raise MissingParameter("add_permission needs at least one account id and one action")
+    if not actions:
+        raise MissingParameter("add_permission needs at least one action")
+    if not account_ids:
+        raise MissingParameter("add_permission needs at least one account id")
+    if len(actions) > limits.MAX_PERMISSION_ACTIONS:
+        raise OverLimit(
+            f"a permission allows at most {limits.MAX_PERMISSION_ACTIONS} actions; got {len(actions)}"
+        )
     for account in account_ids:
         if not isinstance(account, str) or not _ACCOUNT.fullmatch(account):
             raise InvalidParameterValue(f"account id {account!r} is not allowed: use 12 digits")
     for action in actions:
         if action not in ACTIONS:
             raise InvalidParameterValue(f"action {action!r} is not allowed; allowed are {', '.join(ACTIONS)}")
-    document = _document(queue)
+    document = _document(queue, resource)
     if any(statement.get("Sid") == label for statement in document.get("Statement", [])):
         raise InvalidParameterValue(f"a permission labelled {label!r} already exists on {queue.name!r}")
     document.setdefault("Statement", []).append(
         {
             "Sid": label,
             "Effect": "Allow",
-            "Principal": {"AWS": [f"arn:aws:iam::{account}:root" for account in account_ids]},
-            "Action": [f"SQS:{action}" for action in actions],
+            "Principal": {"AWS": _one_or_list([f"arn:aws:iam::{account}:root" for account in account_ids])},
+            "Action": _one_or_list([f"SQS:{action}" for action in actions]),
             "Resource": resource,
         }
     )
-    settings.update(conn, queue, {"policy": json.dumps(document)}, now)
+    settings.update(conn, queue, {"policy": _text(document)}, now)
 
 
 def remove(conn: sqlite3.Connection, queue: QueueConfig, label: object, now: int) -> None:
     """Remove the statement named ``label``."""
-    document = _document(queue)
+    document = _document(queue, queue.name)
     statements = document.get("Statement", [])
     kept = [s for s in statements if s.get("Sid") != label]
     if len(kept) == len(statements):
         raise InvalidParameterValue(f"queue {queue.name!r} has no permission labelled {label!r}")
     document["Statement"] = kept
-    settings.update(conn, queue, {"policy": json.dumps(document) if kept else None}, now)
+    settings.update(conn, queue, {"policy": _text(document) if kept else None}, now)

@@ -169,6 +169,8 @@ def _row(
 def _insert_fifo(
     conn: sqlite3.Connection, queue: QueueConfig, items: list[Outgoing], now: int, counters: Counters
 ) -> list[SendResult | DurableQError]:
+    for item in items:  # as SQS does, an entry without its ids fails the whole batch: nothing is sent
+        _fifo_ids_given(queue, item)
     (sequence,) = conn.execute("SELECT next_sequence FROM queues WHERE id = ?", (queue.id,)).fetchone()
     start = sequence
     results: list[SendResult | DurableQError] = []
@@ -198,18 +200,24 @@ def _insert_fifo(
 def _fifo_checks(queue: QueueConfig, item: Outgoing) -> tuple[str, str]:
     """The FIFO rules of a send; returns the group id and the deduplication id to use."""
     _check_for_queue(queue, item)
-    if item.group_id is None:
-        raise MissingParameter(f"group_id is required for every message sent to FIFO queue {queue.name!r}")
+    group_id = _fifo_ids_given(queue, item)
     if item.delay_seconds not in (None, 0):
         raise InvalidParameterValue(
             f"FIFO queue {queue.name!r} accepts only delay_seconds=0 per message; "
             "set the queue's delay_seconds instead"
         )
     if item.deduplication_id is not None:
-        return item.group_id, item.deduplication_id
-    if not queue.content_based_deduplication:
+        return group_id, item.deduplication_id
+    return group_id, hashlib.sha256(item.body.encode("utf-8")).hexdigest()
+
+
+def _fifo_ids_given(queue: QueueConfig, item: Outgoing) -> str:
+    """Every FIFO send names its group (returned), and its deduplication id unless the queue derives it."""
+    if item.group_id is None:
+        raise MissingParameter(f"group_id is required for every message sent to FIFO queue {queue.name!r}")
+    if item.deduplication_id is None and not queue.content_based_deduplication:
         raise MissingParameter(
             f"deduplication_id is required: FIFO queue {queue.name!r} "
             "does not use content-based deduplication"
         )
-    return item.group_id, hashlib.sha256(item.body.encode("utf-8")).hexdigest()
+    return item.group_id

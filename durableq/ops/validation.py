@@ -167,7 +167,8 @@ def batch_ids(ids: Sequence[object]) -> list[str]:
             )
         checked.append(entry_id)
     if len(set(checked)) != len(checked):
-        duplicate = next(i for i in checked if checked.count(i) > 1)
+        # The first entry whose id an earlier entry already used (as SQS reports it).
+        duplicate = next(i for n, i in enumerate(checked) if i in checked[:n])
         raise BatchEntryIdsNotDistinct(f"batch entry id {duplicate!r} is used more than once")
     return checked
 

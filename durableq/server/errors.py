@@ -13,6 +13,8 @@ import logging
 
 from durableq import errors
 
+from .wording import Worded
+
 log = logging.getLogger(__name__)
 
 # Shape -> (legacy query code, HTTP status), as the SQS API model declared them
@@ -37,7 +39,14 @@ class WireError(Exception):
     """An error as a client sees it: ``shape`` (JSON ``__type``), ``code`` (query code), HTTP ``status``."""
 
     def __init__(
-        self, shape: str, message: str, *, code: str | None = None, status: int = 400, sender: bool = True
+        self,
+        shape: str,
+        message: str,
+        *,
+        code: str | None = None,
+        status: int = 400,
+        sender: bool = True,
+        query_message: str | None = None,
     ) -> None:
         super().__init__(message)
         self.shape = shape
@@ -45,6 +54,7 @@ class WireError(Exception):
         self.status = status
         self.message = message
         self.sender = sender
+        self.query_message = message if query_message is None else query_message
 
     @property
     def fault(self) -> str:
@@ -66,6 +76,16 @@ def from_library(exc: errors.DurableQError) -> WireError:
         return WireError("InternalFailure", exc.message, status=500, sender=False)
     code, status = _MODELED.get(exc.code, (exc.code, 400))
     return WireError(exc.code, exc.message, code=code, status=status)
+
+
+def from_action(exc: errors.DurableQError, worded: Worded) -> WireError:
+    """The SQS error for a library error raised by an action, in SQS's words (see :mod:`.wording`)."""
+    if isinstance(exc, errors.DatabaseError):
+        return from_library(exc)
+    code, status = _MODELED.get(worded.code, (worded.code, 400))
+    return WireError(
+        worded.code, worded.message, code=code, status=status, query_message=worded.query_message
+    )
 
 
 def internal(exc: BaseException) -> WireError:

@@ -96,7 +96,8 @@ class ReceiveView:
         patterns = params.texts("MessageAttributeNames")
         self._all = any(p in _ALL for p in patterns)
         self._names = {p for p in patterns if not p.endswith(".*")}
-        self._prefixes = tuple(p[:-1] for p in patterns if p.endswith(".*") and p not in _ALL)
+        # "bar.*" asks for every attribute whose name starts with "bar" (SQS's prefix form).
+        self._prefixes = tuple(p[:-2] for p in patterns if p.endswith(".*") and p not in _ALL)
         self._endpoint = endpoint
 
     def _wants(self, name: str) -> bool:
@@ -136,10 +137,11 @@ class ReceiveView:
 
 
 def attribute_out(attribute: Attribute) -> dict[str, str]:
+    # The value before DataType, as the API model orders them (and SQS writes its XML).
     value = attribute.value
     if isinstance(value, bytes):
-        return {"DataType": attribute.data_type, "BinaryValue": base64.b64encode(value).decode("ascii")}
-    return {"DataType": attribute.data_type, "StringValue": value}
+        return {"BinaryValue": base64.b64encode(value).decode("ascii"), "DataType": attribute.data_type}
+    return {"StringValue": value, "DataType": attribute.data_type}
 
 
 def _base64(name: str, value: object) -> bytes:

@@ -38,6 +38,8 @@ _MEMBERS = {
     "DeleteMessageBatchRequestEntry": "Entries",
     "ChangeMessageVisibilityBatchRequestEntry": "Entries",
 }
+# The JSON names of list and map members, which an empty list or map may be sent as.
+_LIST_MEMBERS = frozenset(_MEMBERS.values())
 # JSON list member -> the element of each item (flattened lists).
 _ITEMS = {
     "QueueUrls": "QueueUrl",
@@ -52,6 +54,21 @@ _MAPS = {
     "MessageAttributes": ("MessageAttribute", "Name"),
     "Tags": ("Tag", "Key"),
 }
+#: Actions whose answer holds no result element, only ResponseMetadata (SQS's query API declares
+#: no output for them); every other action always has its ``<ActionResult>``, empty or not.
+NO_RESULT = frozenset(
+    {
+        "AddPermission",
+        "ChangeMessageVisibility",
+        "DeleteMessage",
+        "DeleteQueue",
+        "PurgeQueue",
+        "RemovePermission",
+        "SetQueueAttributes",
+        "TagQueue",
+        "UntagQueue",
+    }
+)
 #: The deepest parameter name of the API:
 #: SendMessageBatchRequestEntry.1.MessageAttribute.1.Value.StringListValue.1.
 MAX_NAME_PARTS = 8
@@ -103,7 +120,13 @@ def _shape(node: Any) -> Any:
     """Numbered members become lists, and lists of Name/Key-Value pairs become maps."""
     if not isinstance(node, dict):
         return node
-    node = {_MEMBERS.get(key, key): _shape(value) for key, value in node.items()}
+    # SDKs send an empty list or map as a bare name with no value, the query name or the member's own
+    # (botocore: ``AttributeNames=``; the JavaScript SDK: ``AttributeName=``): absent is empty.
+    node = {
+        _MEMBERS.get(key, key): _shape(value)
+        for key, value in node.items()
+        if not (value == "" and (key in _MEMBERS or key in _LIST_MEMBERS))
+    }
     if not node or not all(key.isdigit() for key in node):
         return node
     items = [node[key] for key in sorted(node, key=int)]
@@ -117,7 +140,7 @@ def _shape(node: Any) -> Any:
 
 def result(action: str, members: dict[str, Any], request_id: str) -> Response:
     root = ElementTree.Element(f"{action}Response", xmlns=NAMESPACE)
-    if members:
+    if action not in NO_RESULT:
         body = ElementTree.SubElement(root, f"{action}Result")
         for name, value in members.items():
             _render(body, name, value, action)
@@ -128,7 +151,7 @@ def result(action: str, members: dict[str, Any], request_id: str) -> Response:
 def error(err: WireError, request_id: str) -> Response:
     root = ElementTree.Element("ErrorResponse", xmlns=NAMESPACE)
     detail = ElementTree.SubElement(root, "Error")
-    for name, text in (("Type", err.fault), ("Code", err.code), ("Message", err.message)):
+    for name, text in (("Type", err.fault), ("Code", err.code), ("Message", err.query_message)):
         ElementTree.SubElement(detail, name).text = text
     ElementTree.SubElement(detail, "Detail")
     ElementTree.SubElement(root, "RequestId").text = request_id

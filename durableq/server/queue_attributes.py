@@ -150,7 +150,7 @@ _PARSERS: dict[str, Callable[[str, object, Endpoint], Any]] = {
 def _format_redrive(policy: RedrivePolicy | None, endpoint: Endpoint) -> str | None:
     if policy is None:
         return None
-    return json.dumps(
+    return _compact(
         {
             "deadLetterTargetArn": endpoint.arn(policy.dead_letter_queue),
             "maxReceiveCount": policy.max_receive_count,
@@ -164,7 +164,12 @@ def _format_redrive_allow(policy: RedriveAllowPolicy | None, endpoint: Endpoint)
     document: dict[str, object] = {"redrivePermission": policy.permission}
     if policy.source_queues:
         document["sourceQueueArns"] = [endpoint.arn(name) for name in policy.source_queues]
-    return json.dumps(document)
+    return _compact(document)
+
+
+def _compact(document: dict[str, object]) -> str:
+    """JSON as SQS writes its policy documents: no spaces."""
+    return json.dumps(document, separators=(",", ":"))
 
 
 _FORMATTERS: dict[str, Callable[[Any, Endpoint], str | None]] = {

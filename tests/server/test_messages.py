@@ -66,7 +66,8 @@ def test_send_and_receive_with_attributes_and_digests(sqs: Any, queue_url: str) 
         (["All"], ("b", "n", "s")),
         ([".*"], ("b", "n", "s")),
         (["n", "s"], ("n", "s")),
-        (["s.*"], ()),
+        (["s.*"], ("s",)),  # "prefix.*" selects names starting with the prefix ("Custom.*" -> "Custom1")
+        (["x.*", "t.*"], ()),
         (["String.*", "s"], ("s",)),
     ],
 )
@@ -224,15 +225,27 @@ def test_fifo_order_deduplication_and_receive_attempts(sqs: Any, fifo_url: str) 
     }
     retried = sqs.receive_message(QueueUrl=fifo_url, MaxNumberOfMessages=10, ReceiveRequestAttemptId="try-1")
     assert [m["ReceiptHandle"] for m in retried["Messages"]] == [m["ReceiptHandle"] for m in first]
+    c1 = {"Id": "x", "MessageBody": "c1", "MessageGroupId": "c", "MessageDeduplicationId": "c1"}
+    with pytest.raises(sqs.exceptions.ClientError) as no_group:  # the whole request, as SQS
+        sqs.send_message_batch(QueueUrl=fifo_url, Entries=[c1, {"Id": "y", "MessageBody": "c2"}])
+    assert error_of(no_group) == ("MissingParameter", "MissingParameter", 400)
+    assert (
+        no_group.value.response["Error"]["Message"]
+        == "The request must contain the parameter MessageGroupId."
+    )
     batch = sqs.send_message_batch(
-        QueueUrl=fifo_url,
-        Entries=[
-            {"Id": "x", "MessageBody": "c1", "MessageGroupId": "c", "MessageDeduplicationId": "c1"},
-            {"Id": "y", "MessageBody": "c2", "MessageDeduplicationId": "c2"},
-        ],
+        QueueUrl=fifo_url, Entries=[c1, {**c1, "Id": "y", "MessageDeduplicationId": "c2", "DelaySeconds": 5}]
     )
     assert batch["Successful"][0]["SequenceNumber"] > numbers[-1]
-    assert [(f["Id"], f["Code"]) for f in batch["Failed"]] == [("y", "MissingParameter")]
+    assert batch["Failed"] == [
+        {
+            "Id": "y",
+            "SenderFault": True,
+            "Code": "InvalidParameterValue",
+            "Message": "Value 5 for parameter DelaySeconds is invalid. Reason: "
+            "The request include parameter that is not valid for this queue type.",
+        }
+    ]
 
 
 def test_dead_letters_and_message_move_tasks(sqs: Any, name: str) -> None:

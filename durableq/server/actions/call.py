@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import durableq
+from durableq.errors import InvalidParameterValue, QueueDoesNotExist
 
 from ..params import Params
 from ..urls import Endpoint, queue_name
+from ..wording import Worded, reword
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,8 +19,26 @@ class Call:
     params: Params
 
     def queue(self) -> durableq.Queue:
-        """The queue the request's QueueUrl names (QueueDoesNotExist from the library if none)."""
-        return self.broker.get_queue(queue_name(self.params.required("QueueUrl")))
+        """The queue the request's QueueUrl names (QueueDoesNotExist if none)."""
+        url = self.params.required("QueueUrl")
+        try:
+            return self.broker.get_queue(queue_name(url))
+        except InvalidParameterValue as exc:  # not even a queue name: no queue, as SQS answers
+            raise QueueDoesNotExist(f"queue URL {url!r} names no queue: {exc.message}") from exc
 
     def url(self, name: str) -> str:
         return self.endpoint.queue_url(name)
+
+    def named_queue(self) -> str | None:
+        """The queue the request names (by URL or by name), for SQS's error texts."""
+        url, name = self.params.raw("QueueUrl"), self.params.raw("QueueName")
+        if isinstance(url, str):
+            return queue_name(url)
+        return name if isinstance(name, str) else None
+
+    def reword(self, action: str, code: str, message: str, entry: Params | None = None) -> Worded:
+        """SQS's code and text for a library error of this request (or of one of its batch ``entry``)."""
+        request = self.params if entry is None else entry
+        return reword(
+            code, message, request.raw, action=action, queue=self.named_queue(), entry=entry is not None
+        )

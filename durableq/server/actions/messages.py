@@ -33,7 +33,7 @@ def send_message(call: Call) -> dict[str, Any]:
     keywords, digests = _message(call.params)
     sent = queue.send(**keywords)
     return _sent(
-        {"MessageId": sent.message_id, "MD5OfMessageBody": sent.md5_of_body, **digests}, sent.sequence_number
+        {"MD5OfMessageBody": sent.md5_of_body, **digests, "MessageId": sent.message_id}, sent.sequence_number
     )
 
 
@@ -51,10 +51,11 @@ def send_message_batch(call: Call) -> dict[str, Any]:
         )
         for s in outcome.successful
     ]
-    return {"Successful": successful, "Failed": _failed(outcome)}
+    return {"Successful": successful, "Failed": _failed(call, "SendMessageBatch", outcome)}
 
 
 def _sent(result: dict[str, Any], sequence_number: str | None) -> dict[str, Any]:
+    # Members in the order of the API model (the query protocol writes elements in this order).
     if sequence_number is not None:  # FIFO queues only
         result["SequenceNumber"] = sequence_number
     return result
@@ -82,7 +83,7 @@ def delete_message(call: Call) -> dict[str, Any]:
 def delete_message_batch(call: Call) -> dict[str, Any]:
     queue = call.queue()
     entries = [(e.raw("Id"), e.raw("ReceiptHandle")) for e in call.params.entries("Entries")]
-    return _batch(queue.delete_batch(entries))
+    return _batch(call, "DeleteMessageBatch", queue.delete_batch(entries))
 
 
 def change_message_visibility(call: Call) -> dict[str, Any]:
@@ -99,18 +100,31 @@ def change_message_visibility_batch(call: Call) -> dict[str, Any]:
         (e.raw("Id"), e.raw("ReceiptHandle"), e.integer("VisibilityTimeout"))
         for e in call.params.entries("Entries")
     ]
-    return _batch(queue.change_visibility_batch(entries))
+    return _batch(call, "ChangeMessageVisibilityBatch", queue.change_visibility_batch(entries))
 
 
-def _batch(outcome: BatchResult) -> dict[str, Any]:
-    return {"Successful": [{"Id": entry.id} for entry in outcome.successful], "Failed": _failed(outcome)}
+def _batch(call: Call, action: str, outcome: BatchResult) -> dict[str, Any]:
+    return {
+        "Successful": [{"Id": entry.id} for entry in outcome.successful],
+        "Failed": _failed(call, action, outcome),
+    }
 
 
-def _failed(outcome: BatchResult) -> list[dict[str, Any]]:
-    return [
-        {"Id": f.id, "SenderFault": f.sender_fault, "Code": legacy_code(f.code), "Message": f.message}
-        for f in outcome.failed
-    ]
+def _failed(call: Call, action: str, outcome: BatchResult) -> list[dict[str, Any]]:
+    """The failed entries, each in SQS's words."""
+    entries = {entry.raw("Id"): entry for entry in call.params.entries("Entries")}
+    failed = []
+    for failure in outcome.failed:
+        worded = call.reword(action, failure.code, failure.message, entries.get(failure.id, Params({})))
+        failed.append(
+            {
+                "Id": failure.id,
+                "SenderFault": failure.sender_fault,
+                "Code": legacy_code(worded.code),
+                "Message": worded.message,
+            }
+        )
+    return failed
 
 
 ACTIONS = {

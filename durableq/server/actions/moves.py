@@ -40,22 +40,21 @@ def cancel_message_move_task(call: Call) -> dict[str, Any]:
 
 
 def _task(call: Call, task: MoveTask) -> dict[str, Any]:
+    """A task's entry, its members in the order of the API model."""
+    arn = call.endpoint.arn
     wire: dict[str, Any] = {
+        # SQS gives the handle of a running task only: the one that can be cancelled.
+        "TaskHandle": task.task_handle if task.status == "RUNNING" else None,
         "Status": task.status,
-        "SourceArn": call.endpoint.arn(task.source),
+        "SourceArn": arn(task.source),
+        "DestinationArn": None if task.destination is None else arn(task.destination),
+        "MaxNumberOfMessagesPerSecond": task.max_per_second,
         "ApproximateNumberOfMessagesMoved": task.moved,
         "ApproximateNumberOfMessagesToMove": task.to_move,
+        "FailureReason": task.failure_reason,
         "StartedTimestamp": int(task.started_at.timestamp() * 1000),
     }
-    if task.status == "RUNNING":  # SQS gives the handle of a running task only: the one that can be cancelled
-        wire["TaskHandle"] = task.task_handle
-    if task.destination is not None:
-        wire["DestinationArn"] = call.endpoint.arn(task.destination)
-    if task.max_per_second is not None:
-        wire["MaxNumberOfMessagesPerSecond"] = task.max_per_second
-    if task.failure_reason is not None:
-        wire["FailureReason"] = task.failure_reason
-    return wire
+    return {name: value for name, value in wire.items() if value is not None}
 
 
 ACTIONS = {

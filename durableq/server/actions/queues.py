@@ -6,11 +6,10 @@ import base64
 import binascii
 from typing import Any
 
-from durableq.errors import InvalidParameterValue
+from durableq.errors import InvalidParameterValue, MissingParameter
 
 from ..params import Params
 from ..queue_attributes import from_settings, to_settings
-from ..urls import queue_name
 from .call import Call
 
 #: ListQueues returns at most this many URLs, also without MaxResults (as SQS does).
@@ -36,7 +35,7 @@ def list_queues(call: Call) -> dict[str, Any]:
 
 
 def delete_queue(call: Call) -> dict[str, Any]:
-    call.broker.delete_queue(queue_name(call.params.required("QueueUrl")))
+    call.broker.delete_queue(call.queue().name)
     return {}
 
 
@@ -60,16 +59,24 @@ def purge_queue(call: Call) -> dict[str, Any]:
 
 def list_dead_letter_source_queues(call: Call) -> dict[str, Any]:
     sources = call.broker.dead_letter_source_queues(call.queue().name)
-    return _page(call, sources, "queueUrls")
+    return _page(call, sources, "queueUrls", required=True)
 
 
 def tag_queue(call: Call) -> dict[str, Any]:
-    call.queue().tag(**call.params.mapping("Tags"))
+    queue = call.queue()
+    tags = call.params.mapping("Tags")
+    if not tags:  # a required member of the request: SQS refuses an empty one too
+        raise MissingParameter("the request must contain the parameter Tags")
+    queue.tag(**tags)
     return {}
 
 
 def untag_queue(call: Call) -> dict[str, Any]:
-    call.queue().untag(*call.params.texts("TagKeys"))
+    queue = call.queue()
+    keys = call.params.texts("TagKeys")
+    if not keys:
+        raise InvalidParameterValue("TagKeys must name at least one tag key")
+    queue.untag(*keys)
     return {}
 
 
@@ -95,10 +102,11 @@ def remove_permission(call: Call) -> dict[str, Any]:
     return {}
 
 
-def _page(call: Call, names: list[str], member: str) -> dict[str, Any]:
-    """One page of queue URLs.
+def _page(call: Call, names: list[str], member: str, *, required: bool = False) -> dict[str, Any]:
+    """One page of queue URLs: ``NextToken`` is the last name given, so pages stay right while queues change.
 
-    ``NextToken`` is the last name given, so pages stay right while queues change.
+    An empty page omits ``member`` unless the API model marks it ``required``
+    (``ListDeadLetterSourceQueues``' ``queueUrls``), as SQS does.
     """
     params: Params = call.params
     token = params.text("NextToken")
@@ -109,7 +117,7 @@ def _page(call: Call, names: list[str], member: str) -> dict[str, Any]:
     if limit is not None and not 1 <= limit <= MAX_LIST_RESULTS:
         raise InvalidParameterValue(f"MaxResults must be from 1 to {MAX_LIST_RESULTS}; got {limit}")
     page = names[: limit or MAX_LIST_RESULTS]
-    result: dict[str, Any] = {member: [call.url(name) for name in page]} if page else {}
+    result: dict[str, Any] = {member: [call.url(name) for name in page]} if page or required else {}
     if limit is not None and len(names) > limit:
         result["NextToken"] = base64.urlsafe_b64encode(page[-1].encode()).decode("ascii")
     return result

@@ -1,0 +1,114 @@
+"""A pytest plugin for running moto's SQS tests in server mode against ``durableq serve``.
+
+Loaded by ``scripts/conformance`` (``-p moto_conformance``).  It does two things:
+
+* It leaves out the tests of :data:`EXCLUDED`, each with its reason, of three
+  kinds only: moto internals, a leniency of moto that SQS itself does not have,
+  or a difference listed in the README ("Where durableq differs from SQS").
+* It answers moto's ``account_id`` fixture with the account the endpoint
+  serves.  moto looks the account up with STS ``GetCallerIdentity`` on the
+  server under test; durableq serves SQS only, so that lookup (moto's
+  plumbing, not an SQS behaviour) would fail the tests that use it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+#: The account ``scripts/conformance`` starts the endpoint with (moto's default account).
+ACCOUNT = os.environ.get("DURABLEQ_CONFORMANCE_ACCOUNT", "123456789012")
+
+_INTERNAL = "moto internals"
+_LENIENT = "moto leniency"
+_DIFFERS = "README difference"
+
+#: Test node id (below tests/test_sqs/) -> (kind, reason).
+EXCLUDED: dict[str, tuple[str, str]] = {
+    "test_sqs_multiaccount.py::TestStsAssumeRole::test_list_queues_in_different_account": (
+        _INTERNAL,
+        "assumes a role of a second account through STS on the same moto server",
+    ),
+    "test_sqs.py::test_create_queues_in_multiple_region": (
+        _DIFFERS,
+        "one endpoint serves one region (--region), whatever region a client signs for",
+    ),
+    "test_sqs.py::test_change_message_visibility_on_old_message": (
+        _DIFFERS,
+        "SPEC: change-visibility with a handle older than the message's latest is MessageNotInflight",
+    ),
+    "test_sqs.py::test_batch_change_message_visibility_on_old_message": (
+        _DIFFERS,
+        "SPEC: change-visibility with a handle older than the message's latest is MessageNotInflight",
+    ),
+    "test_sqs.py::test_get_queue_attributes": (
+        _DIFFERS,
+        "SPEC: MaximumMessageSize defaults to 262,144 bytes (SQS's default is now 1,048,576)",
+    ),
+    "test_sqs.py::test_create_fifo_queue": (
+        _DIFFERS,
+        "SPEC: MaximumMessageSize defaults to 262,144 bytes (SQS's default is now 1,048,576)",
+    ),
+    "test_sqs.py::test_maximum_message_size_attribute_default": (
+        _DIFFERS,
+        "SPEC: MaximumMessageSize defaults to 262,144 bytes (SQS's default is now 1,048,576)",
+    ),
+    "test_sqs.py::test_send_large_message_fails": (
+        _DIFFERS,
+        "SPEC: MaximumMessageSize defaults to 262,144 bytes, so the error names that limit",
+    ),
+    "test_sqs.py::test_message_retention_period": (
+        _LENIENT,
+        "MessageRetentionPeriod 1 s; SQS allows 60 to 1,209,600 s",
+    ),
+    "test_sqs.py::test_create_queue_with_different_attributes_fail": (
+        _LENIENT,
+        'FifoQueue "tru"; SQS takes true or false',
+    ),
+    "test_sqs.py::test_message_delay_is_more_than_15_minutes": (
+        _LENIENT,
+        "MessageDeduplicationId on a standard queue; SQS refuses it (FIFO queues only)",
+    ),
+    **{
+        f"test_sqs.py::{name}": (_LENIENT, 'queue attribute "VisibilityTimeout " with a trailing space')
+        for name in (
+            "test_message_becomes_inflight_when_received",
+            "test_receive_message_with_explicit_visibility_timeout",
+            "test_change_message_visibility",
+            "test_queue_length",
+            "test_delete_batch_operation",
+            "test_delete_message_after_visibility_timeout",
+        )
+    },
+}
+
+
+def _relative(item: pytest.Item) -> str:
+    return item.nodeid.split("tests/test_sqs/", 1)[-1]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    kept, left_out = [], []
+    for item in items:
+        (left_out if _relative(item) in EXCLUDED else kept).append(item)
+    missing = set(EXCLUDED) - {_relative(item) for item in left_out}
+    if missing:  # a renamed or deleted test: the list must say what it leaves out
+        raise pytest.UsageError(f"excluded tests not found in this checkout: {sorted(missing)}")
+    config.hook.pytest_deselected(items=left_out)
+    items[:] = kept
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    terminalreporter.section("excluded (scripts/moto_conformance.py)")
+    for name, (kind, reason) in EXCLUDED.items():
+        terminalreporter.write_line(f"{name}  [{kind}] {reason}")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_fixture_setup(fixturedef: Any, request: Any) -> Any:
+    if fixturedef.argname != "account_id":
+        return None
+    fixturedef.cached_result = (ACCOUNT, fixturedef.cache_key(request), None)
+    return ACCOUNT

@@ -3,13 +3,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
+from durableq import limits
+
 from .base import CommandFailed, existing_db_path
 from .output import emit, json_option, table
+from .parsing import UTC_TIME
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 #: The report names of the command line, and the library's name for each.
 REPORTS = {
@@ -30,6 +37,43 @@ def _analytics() -> Any:
     return analytics
 
 
+def spark_options(command: F) -> F:
+    """The options both commands share: where Spark runs, where the snapshot goes, and the time window."""
+    options = [
+        click.option(
+            "--master",
+            help="Spark master URL when durableq starts Spark (default: local[*], Spark in this process); "
+            "under spark-submit, spark-submit's master is used.",
+        ),
+        click.option(
+            "--jar", type=click.Path(dir_okay=False, path_type=Path), help="The SQLite JDBC driver jar."
+        ),
+        click.option(
+            "--snapshot-dir",
+            type=click.Path(file_okay=False, path_type=Path),
+            help="An existing folder for the snapshot copy, e.g. storage every executor of a cluster reads "
+            "(default: a private folder in the temp folder). Anyone who may enter it can read the copy.",
+        ),
+        click.option(
+            "--partitions",
+            type=int,
+            metavar="N",
+            help=f"Parallel reads of the messages, of equal size, 1-{limits.MAX_ANALYTICS_PARTITIONS} "
+            "(default: Spark's default parallelism).",
+        ),
+        click.option(
+            "--since",
+            type=UTC_TIME,
+            help="Only messages sent, and minutes counted, at or after this time: ISO 8601 (UTC unless it "
+            "has an offset), or how long ago (90s, 30m, 2h, 7d).",
+        ),
+        click.option("--until", type=UTC_TIME, help="...and before this time (same forms)."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 @click.command()
 @click.argument("queue", required=False)
 @click.option(
@@ -39,8 +83,7 @@ def _analytics() -> Any:
     show_default=True,
     help="Which report to run.",
 )
-@click.option("--master", help="Spark master URL (default: local[*], Spark in this process).")
-@click.option("--jar", type=click.Path(dir_okay=False, path_type=Path), help="The SQLite JDBC driver jar.")
+@spark_options
 @click.option(
     "--out", type=click.Path(file_okay=False, path_type=Path), help="Also write each report as Parquet here."
 )
@@ -53,6 +96,10 @@ def analyze(
     report: str,
     master: str | None,
     jar: Path | None,
+    snapshot_dir: Path | None,
+    partitions: int | None,
+    since: datetime | None,
+    until: datetime | None,
     out: Path | None,
     plot: Path | None,
     as_json: bool,
@@ -66,10 +113,22 @@ def analyze(
     \b
       durableq analyze
       durableq analyze orders --report age
-      durableq analyze --plot activity.png --out ./reports
+      durableq analyze --report throughput --since 2h --plot activity.png
+      durableq analyze --since 2026-11-20T09:00 --until 2026-11-20T10:00
+      durableq analyze --master spark://host:7077 --snapshot-dir /shared/snapshots
     """
     result = _analytics().run_report(
-        existing_db_path(), REPORTS[report], queue=queue, master=master, jar=jar, plot=plot, out_dir=out
+        existing_db_path(),
+        REPORTS[report],
+        queue=queue,
+        master=master,
+        jar=jar,
+        plot=plot,
+        out_dir=out,
+        partitions=partitions,
+        snapshot_dir=snapshot_dir,
+        since=since,
+        until=until,
     )
     emit(as_json, result, lambda: _text(result, plot, out))
 
@@ -93,20 +152,37 @@ def _text(result: dict[str, list[dict[str, Any]]], plot: Path | None, out: Path 
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["parquet"]), default="parquet", show_default=True)
 @click.option("--overwrite", is_flag=True, help="Replace folders written by an earlier export.")
-@click.option("--master", help="Spark master URL (default: local[*]).")
-@click.option("--jar", type=click.Path(dir_okay=False, path_type=Path), help="The SQLite JDBC driver jar.")
+@spark_options
 @json_option
 def export(
-    directory: Path, fmt: str, overwrite: bool, master: str | None, jar: Path | None, as_json: bool
+    directory: Path,
+    fmt: str,
+    overwrite: bool,
+    master: str | None,
+    jar: Path | None,
+    snapshot_dir: Path | None,
+    partitions: int | None,
+    since: datetime | None,
+    until: datetime | None,
+    as_json: bool,
 ) -> None:
     """Write a consistent snapshot's tables (messages, queues, metrics) as Parquet
     under DIRECTORY, for a Spark cluster or any Parquet reader.
 
     \b
       durableq export --format parquet ./queue-parquet
+      durableq export --since 2026-11-20 --until 2026-11-21 ./one-day
     """
     written = _analytics().export_parquet(
-        existing_db_path(), directory, overwrite=overwrite, master=master, jar=jar
+        existing_db_path(),
+        directory,
+        overwrite=overwrite,
+        master=master,
+        jar=jar,
+        partitions=partitions,
+        snapshot_dir=snapshot_dir,
+        since=since,
+        until=until,
     )
     emit(as_json, written, lambda: table(["table", "path", "rows"], [list(w.values()) for w in written]))
 

@@ -11,6 +11,7 @@ import base64
 import binascii
 import json
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -144,10 +145,30 @@ def check_range(option: str, value: float, low: float, high: float, unit: str) -
         raise InvalidParameterValue(f"{option} must be from {low:g} to {high:g} {unit}; got {value}")
 
 
+#: The units of a relative time (``30m``: thirty minutes ago), in seconds.
+_AGO_UNITS = {"s": 1, "m": 60, "h": 3_600, "d": 86_400}
+
+
+def utc_time(text: str) -> datetime:
+    """An ISO 8601 time (``2026-11-20``, ``2026-11-20T09:30``, ``...+02:00``; UTC without an offset),
+    or how long ago: a whole number of seconds, minutes, hours or days (``90s``, ``30m``, ``2h``, ``7d``)."""
+    amount, unit = text[:-1], text[-1:]
+    if unit in _AGO_UNITS and amount.isascii() and amount.isdigit():
+        return datetime.now(UTC) - timedelta(seconds=int(amount) * _AGO_UNITS[unit])
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(
+            f"{text!r} is neither an ISO 8601 time such as 2026-11-20T09:30 nor a time ago such as 30m or 2h"
+        ) from None
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
 KEY_VALUE = Parsed(key_value, "KEY=VALUE")
 ATTRIBUTE = Parsed(attribute, "NAME[:TYPE]=VALUE")
 SETTING = Parsed(setting, "KEY=VALUE")
 REDRIVE_ALLOW = Parsed(redrive_allow_policy, "allowAll|denyAll|byQueue:Q1,Q2")
+UTC_TIME = Parsed(utc_time, "TIME")
 
 
 # -- send --file ----------------------------------------------------------------

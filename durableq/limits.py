@@ -159,3 +159,18 @@ LONG_POLL_CLOCK_INTERVAL = 0.01
 LONG_POLL_RETRY = 0.1
 #: Expired messages are swept from a queue at most this often (broker clock).
 RETENTION_SWEEP_INTERVAL = 1.0
+
+# Spark analytics (durableq.analytics).
+#: More parallel reads of the messages table than this only add JDBC connections to one SQLite file.
+MAX_ANALYTICS_PARTITIONS = 1_024
+#: The snapshot's folder inside a given ``snapshot_dir``: others may enter it (to open the copy by its
+#: name, as executors under another OS user must) but not list it; ``snapshot_dir`` itself decides who
+#: gets that far.  Without ``snapshot_dir`` the folder is private (0700) in the system temp folder.
+SNAPSHOT_SHARED_DIR_MODE = 0o711
+#: The snapshot copy: read-only for everyone who can reach it.
+SNAPSHOT_FILE_MODE = 0o444
+#: The plot draws one row of panels per queue, for at most this many queues (the busiest).
+MAX_PLOTTED_QUEUES = 6
+#: The plot merges minutes into steps (1, 5, 15, 30 minutes, 1, 3, 6, 12 hours, 1 day) so that
+#: a queue's line has at most this many points.
+MAX_PLOT_POINTS = 300

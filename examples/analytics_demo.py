@@ -1,94 +1,125 @@
-"""Builds a file with five minutes of queue activity (on a simulated clock) and analyses it.
+"""Builds a durableq file holding a day of queue traffic, for the Spark analytics to look at.
 
-    python examples/analytics_demo.py [DB] [PLOT.png]
+    python examples/analytics_demo.py [DB] [--hours 24]
 
-`orders` gets more work each minute and every fourth order always fails
-(three receives, then the dead-letter queue); `emails` keeps a few in flight
-and some delayed.  The clock and the failures are fixed, so every run prints
-the same reports (the README shows them).  Needs the Spark extra (see README, "Spark analytics").
+The day runs on a simulated clock that ends at the current time, so
+``durableq --db DB analyze`` right after sees it as a live file would look.
+Hours below count from the start of the day (24 hours ago); the traffic is the
+same whatever the time of day you run it:
+
+- ``orders``: 20 to 120 orders a minute, peaking at hour 18; workers take
+  90 a minute from hour 8 to hour 20 and 30 otherwise, so a backlog builds
+  up.  One order in ten always fails: after three receives it goes to
+  ``orders-dlq``.  At hour 17 an operator moves the dead letters back (a
+  message move task); they fail again.
+- ``emails``: 15 a minute, sent on at once; some are delayed by five minutes.
+- ``reports.fifo``: a batch of 50 every hour in 5 groups, worked off slowly.
+- ``audit``: 5 a minute, never read, kept for an hour (they expire).
 """
 
 from __future__ import annotations
 
-import sys
-from datetime import datetime
+import argparse
+import math
+import time
 from pathlib import Path
 
 import durableq
 from durableq import RedrivePolicy, SendEntry
 
+#: Each simulated minute is worked in ticks of this many seconds.
+TICK = 15
+TICKS_PER_MINUTE = 60 // TICK
+
 
 class SimulatedClock:
-    def __init__(self) -> None:
-        self.now = 1_795_165_200.0  # 2026-11-20 09:00 UTC
+    """A broker clock the script moves forward by hand."""
+
+    def __init__(self, start: float) -> None:
+        self.now = start
 
     def __call__(self) -> float:
         return self.now
 
 
-def build(path: Path, clock: SimulatedClock) -> None:
+def orders_per_minute(hour: float) -> int:
+    """20 at night, up to 120 at hour 18."""
+    return round(20 + 100 * math.exp(-(((hour - 18) / 3) ** 2)))
+
+
+def workers_per_minute(hour: float) -> int:
+    return 90 if 8 <= hour < 20 else 30
+
+
+def send(queue: durableq.Queue, bodies: list[str], **options: object) -> None:
+    for start in range(0, len(bodies), 10):
+        chunk = bodies[start : start + 10]
+        result = queue.send_batch([SendEntry(str(i), body, **options) for i, body in enumerate(chunk)])
+        assert not result.failed, result.failed
+
+
+def work(queue: durableq.Queue, capacity: int, *, visibility_timeout: int = 30) -> None:
+    """Receive up to ``capacity`` messages; delete those that succeed (a failing one says "fail")."""
+    while capacity > 0:
+        messages = queue.receive(min(10, capacity), visibility_timeout=visibility_timeout)
+        if not messages:
+            return
+        capacity -= len(messages)
+        done = [m.receipt_handle for m in messages if "fail" not in m.body]
+        if done:
+            assert not queue.delete_batch(done).failed
+
+
+def build(path: Path, hours: int, end: float) -> None:
+    """Write ``hours`` of traffic ending at ``end`` (epoch seconds) into a new file at ``path``."""
+    for stale in path.parent.glob(path.name + "*"):
+        stale.unlink()
+    minutes = hours * 60
+    start = end - end % 60 - minutes * 60
+    clock = SimulatedClock(start)
     with durableq.open(path, clock=clock, durability="normal") as broker:
         broker.create_queue("orders-dlq")
-        orders = broker.create_queue(
-            "orders", visibility_timeout=20, redrive_policy=RedrivePolicy("orders-dlq", 3)
-        )
+        orders = broker.create_queue("orders", redrive_policy=RedrivePolicy("orders-dlq", 3))
         emails = broker.create_queue("emails")
+        reports = broker.create_queue("reports.fifo", fifo=True, content_based_deduplication=True)
+        audit = broker.create_queue("audit", retention_period=3_600)
         sent = 0
-        for minute in range(5):
-            for second in range(0, 60, 5):
-                batch = 4 + minute * 2
-                for half in (batch // 2, batch - batch // 2):  # a batch holds at most 10
-                    orders.send_batch([SendEntry(str(i), f"order {sent + i}") for i in range(half)])
-                    sent += half
-                emails.send_batch([SendEntry(str(i), f"email {minute}:{second}:{i}") for i in range(3)])
-                for message in orders.receive(10):
-                    if int(message.body.split()[1]) % 4 != 3:  # every fourth order always fails
-                        orders.delete(message.receipt_handle)
-                for message in emails.receive(3):
-                    emails.delete(message.receipt_handle)
-                clock.now += 5
-        emails.send_batch([SendEntry(str(i), f"later {i}", delay_seconds=600) for i in range(10)])
-        emails.receive(10)  # a few in flight at the snapshot
+        for minute in range(minutes):
+            hour = (minute / 60) % 24
+            if minute == 17 * 60:
+                task = broker.start_message_move("orders-dlq")
+                broker.wait_for_message_move(task.task_handle)
+            if minute % 60 == 0:
+                for group in range(5):
+                    send(
+                        reports, [f"report {minute}-{group}-{n}" for n in range(10)], group_id=f"team-{group}"
+                    )
+            for _ in range(TICKS_PER_MINUTE):
+                count = orders_per_minute(hour) // TICKS_PER_MINUTE
+                bodies = [
+                    f"order {sent + n}" + (" fail" if (sent + n) % 10 == 0 else "") for n in range(count)
+                ]
+                sent += count
+                send(orders, bodies)
+                send(emails, [f"email {minute}-{n}" for n in range(3)])
+                if minute % 30 == 0:
+                    send(emails, [f"reminder {minute}"], delay_seconds=300)
+                send(audit, [f"audit {minute}"])
+                work(orders, workers_per_minute(hour) // TICKS_PER_MINUTE)
+                work(emails, 10)
+                work(reports, 1, visibility_timeout=600)
+                clock.now += TICK
 
 
-def main(path: str = "analytics-demo.db", plot: str = "analytics-activity.png") -> None:
-    from durableq.analytics import run_report
-
-    file = Path(path)
-    for stale in file.parent.glob(file.name + "*"):
-        stale.unlink()
-    clock = SimulatedClock()
-    build(file, clock)
-    result = run_report(file, "all", plot=plot, clock=clock)
-    for name, rows in result.items():
-        print(f"\n{name}")
-        print(_table([{k: _cell(v) for k, v in row.items()} for row in rows]))
-    print(f"\nplot: {plot}")
-
-
-def _cell(value: object) -> str:
-    if isinstance(value, datetime):
-        return f"{value:%H:%M}"
-    if isinstance(value, float):
-        return f"{value:.3f}".rstrip("0").rstrip(".") if value % 1 else f"{value:.1f}"
-    return "-" if value is None else str(value)
-
-
-def _table(rows: list[dict[str, str]]) -> str:
-    """The rows as an aligned text table (numbers to the right)."""
-    if not rows:
-        return "(no rows)"
-    headers = list(rows[0])
-    widths = {h: max(len(h), *(len(row[h]) for row in rows)) for h in headers}
-    numeric = {h: all(row[h].replace(".", "").replace("-", "").isdigit() for row in rows) for h in headers}
-
-    def line(cells: dict[str, str]) -> str:
-        return "  ".join(
-            cells[h].rjust(widths[h]) if numeric[h] else cells[h].ljust(widths[h]) for h in headers
-        ).rstrip()
-
-    return "\n".join([line({h: h for h in headers}), *(line(row) for row in rows)])
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("db", nargs="?", default="demo.db", help="the file to write (replaced if it exists)")
+    parser.add_argument("--hours", type=int, default=24, help="how many hours of traffic (default 24)")
+    args = parser.parse_args()
+    path = Path(args.db)
+    build(path, args.hours, time.time())
+    print(f"wrote {path}: {args.hours} hours of traffic up to now")
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    main()

@@ -27,6 +27,7 @@ from .reader import QueueAnalytics
 from .reports import Tables
 from .run import ALL, EXPORTED_TABLES, REPORT_NAMES, export_parquet, run_report, to_rows
 from .snapshot import Snapshot
+from .window import TimeWindow
 
 __all__ = [
     "ALL",
@@ -42,6 +43,7 @@ __all__ = [
     "Snapshot",
     "SparkExtraMissing",
     "Tables",
+    "TimeWindow",
     "export_parquet",
     "find_jdbc_jar",
     "run_report",

@@ -11,17 +11,15 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
+from .. import limits
 from ..errors import InvalidParameterValue, QueueDoesNotExist
 from ..ops import validation
 from . import reports
-from .driver import find_jdbc_jar
 from .errors import AnalyticsError
-from .frames import read_messages, read_metrics, read_queues
-from .session import start_session
+from .frames import read_depth, read_messages, read_metrics, read_queues, read_unswept
+from .session import plan_session, start_session
 from .snapshot import Snapshot, take
-
-#: More parallel reads than this only adds JDBC connections to one SQLite file.
-MAX_PARTITIONS = 1_024
+from .window import EVERYTHING, TimeWindow, time_window
 
 
 class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
@@ -31,12 +29,22 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
     snapshot and, if this object started Spark, stop it.
     """
 
-    def __init__(self, spark: SparkSession, snapshot: Snapshot, *, owns_spark: bool, partitions: int) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        snapshot: Snapshot,
+        *,
+        owns_spark: bool,
+        partitions: int,
+        window: TimeWindow = EVERYTHING,
+    ) -> None:
         self._spark = spark
         self._snapshot = snapshot
         self._owns_spark = owns_spark
         self._partitions = partitions
+        self._window = window
         self._messages: DataFrame | None = None
+        self._tables: reports.Tables | None = None
 
     @classmethod
     def open(
@@ -49,38 +57,52 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
         clock: Callable[[], float] | None = None,
         partitions: int | None = None,
         snapshot_dir: str | os.PathLike[str] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
     ) -> QueueAnalytics:
         """Snapshot the durableq file at ``path`` and get ready to read it with Spark.
 
-        ``spark``: a session to use (it must have the SQLite JDBC driver on its
-        class path); else one is started on ``master`` (default ``local[*]``)
-        with the driver jar found by :func:`~durableq.analytics.find_jdbc_jar`.
+        ``spark``: a session to use as it is (it must have the SQLite JDBC
+        driver on its class path).  Else the session active in this process is
+        used as it is; else, under ``spark-submit``, one is created from
+        spark-submit's configuration (its master, name and settings win;
+        durableq adds the driver jar with ``ADD JAR`` unless ``spark.jars``
+        names one); else durableq starts one on ``master`` (default
+        ``local[*]``) with the jar found by
+        :func:`~durableq.analytics.find_jdbc_jar`.  A ``master`` that differs
+        from the running one is an error, never silently ignored.
         ``clock`` (seconds since the epoch, default ``time.time``) gives the
         snapshot time that message states and ages are computed at.
-        ``partitions``: how many parallel reads of the messages table (default:
-        Spark's default parallelism).  ``snapshot_dir``: where the copy goes
-        (default: the temp folder); on a cluster, storage every executor sees.
+        ``partitions``: how many parallel reads of the messages table, of equal
+        size (default: Spark's default parallelism).  ``snapshot_dir``: where
+        the copy goes (default: a private folder in the temp folder); on a
+        cluster, storage every executor reads (see
+        :func:`~durableq.analytics.snapshot.take` for the permissions).
+        ``since``/``until`` (timezone-aware datetimes): only messages sent, and
+        counter minutes, in ``[since, until)``; SQLite applies the window, so
+        the rest of the file is never read into Spark.
         """
         if spark is not None and (master is not None or jdbc_jar is not None):
             raise InvalidParameterValue("give either spark or master/jdbc_jar: a given session keeps its own")
         if clock is not None and not callable(clock):
             raise InvalidParameterValue("clock must be a callable returning seconds since the epoch")
         if partitions is not None:
-            validation.integer("partitions", partitions, 1, MAX_PARTITIONS, "reads")
+            validation.integer("partitions", partitions, 1, limits.MAX_ANALYTICS_PARTITIONS, "reads")
+        window = time_window(since, until)
         clock = clock or time.time
+        # Decided (and a missing driver found) before copying anything; started after the copy.
+        plan = None if spark is not None else plan_session(master, jdbc_jar)
+        snapshot = take(path, clock, snapshot_dir)
         owns = False
-        if spark is None:
-            jar = find_jdbc_jar(jdbc_jar)  # before copying: a missing driver fails fast
-            snapshot = take(path, clock, snapshot_dir)
-            try:
-                spark, owns = start_session(master, jar)
-            except BaseException:
-                snapshot.close()
-                raise
-        else:
-            snapshot = take(path, clock, snapshot_dir)
+        try:
+            if plan is not None:
+                spark, owns = start_session(plan)
+        except BaseException:
+            snapshot.close()
+            raise
+        assert spark is not None
         partitions = partitions or spark.sparkContext.defaultParallelism
-        return cls(spark, snapshot, owns_spark=owns, partitions=partitions)
+        return cls(spark, snapshot, owns_spark=owns, partitions=partitions, window=window)
 
     # -- lifecycle ----------------------------------------------------------------
 
@@ -89,9 +111,10 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
 
     def close(self) -> None:
         """Drop cached data, remove the snapshot, and stop Spark if this object started it."""
-        if self._messages is not None:
-            self._messages.unpersist()
-            self._messages = None
+        if self._tables is not None:
+            self._tables.messages.unpersist()
+            self._tables = None
+        self._messages = None
         self._snapshot.close()
         if self._owns_spark:
             self._owns_spark = False
@@ -131,13 +154,24 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
             raise AnalyticsError("this QueueAnalytics is closed; open a new one to read again")
         return self._snapshot
 
+    @property
+    def window(self) -> TimeWindow:
+        """The time window every frame and report is limited to."""
+        return self._window
+
     # -- tables -------------------------------------------------------------------
 
     def messages(self) -> DataFrame:
-        """Unexpired messages at the snapshot time (cached after the first action)."""
+        """Unexpired messages at the snapshot time, sent in the window.
+
+        Not cached before your filters: those on ``queue``, ``state``,
+        ``receive_count`` ... reach SQLite, so only matching rows are read.
+        (Once a report has run, Spark may answer from the report's cached copy
+        of the window's messages instead.)
+        """
         snapshot = self._open_snapshot()
-        if self._messages is None:
-            self._messages = read_messages(self._spark, snapshot, self._partitions).persist()
+        if self._messages is None:  # the frame (a plan, no data) is kept: its split points are a query
+            self._messages = read_messages(self._spark, snapshot, self._partitions, self._window)
         return self._messages
 
     def queues(self) -> DataFrame:
@@ -145,11 +179,27 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
         return read_queues(self._spark, self._open_snapshot())
 
     def metrics(self) -> DataFrame:
-        """The per-minute counters of every queue."""
-        return read_metrics(self._spark, self._open_snapshot())
+        """The per-minute counters of every queue, for the minutes that overlap the window."""
+        return read_metrics(self._spark, self._open_snapshot(), self._window.since_ms, self._window.until_ms)
 
     def tables(self) -> reports.Tables:
-        return reports.Tables(self.messages(), self.queues(), self.metrics())
+        """What the reports read; the window's messages are cached (after the window is applied)."""
+        snapshot = self._open_snapshot()
+        if self._tables is None:
+            metrics = self.metrics()
+            to_now = metrics
+            if self._window.until_ms is not None:
+                to_now = read_metrics(self._spark, snapshot, self._window.since_ms)
+            self._tables = reports.Tables(
+                messages=self.messages().persist(),
+                queues=self.queues(),
+                metrics=metrics,
+                metrics_to_now=to_now,
+                depth_now=read_depth(self._spark, snapshot),
+                unswept=read_unswept(self._spark, snapshot),
+                window=self._window,
+            )
+        return self._tables
 
     def queue_names(self) -> list[str]:
         return sorted(row.queue for row in self.queues().select("queue").collect())

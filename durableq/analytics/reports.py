@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 
 from ..errors import InvalidParameterValue
 from .frames import COUNTERS, STATES
+from .window import EVERYTHING, TimeWindow
 
 #: Percentiles of the age report, and the accuracy of Spark's percentile_approx:
 #: the rank of each answer is within (messages / ACCURACY) of the exact one, and
@@ -25,11 +26,20 @@ ACCURACY = 10_000
 
 @dataclass(frozen=True, slots=True)
 class Tables:
-    """The three frames of one snapshot that the reports read."""
+    """The frames of one snapshot that the reports read, limited to one time window."""
 
+    #: Unexpired messages sent in the window.
     messages: DataFrame
     queues: DataFrame
+    #: Counter minutes that overlap the window.
     metrics: DataFrame
+    #: Counter minutes from the window's start to the snapshot time (the depth walks back over them).
+    metrics_to_now: DataFrame
+    #: ``queue``, ``depth``: unexpired messages per queue at the snapshot time, whatever the window.
+    depth_now: DataFrame
+    #: ``queue``, ``minute``, ``expired_unswept``: expired messages no sweep has counted yet.
+    unswept: DataFrame
+    window: TimeWindow = EVERYTHING
 
 
 def depth_by_state(tables: Tables) -> DataFrame:
@@ -118,37 +128,47 @@ def dead_letter_rates(tables: Tables) -> DataFrame:
 
 
 def throughput(tables: Tables) -> DataFrame:
-    """Per queue and minute: the counters, ``dead_lettered_in`` and the estimated ``depth``.
+    """Per queue and minute: the counters, ``expired_unswept`` and the ``depth`` at the minute's end.
 
-    ``dead_lettered_in`` is what source queues moved into this queue that
-    minute (by their redrive policies at the snapshot time).  ``depth`` is
-    the number of messages at the end of the minute, reconstructed backwards
-    from the snapshot's depth: before a minute there were ``sent +
-    dead_lettered_in - deleted - moved_to_dead_letter - expired`` fewer.  It
-    is exact while every change was counted; message move tasks and expired
-    messages not yet swept are not, so the estimate drifts by those.
+    ``expired_unswept``: messages that expired that minute and that no sweep
+    has counted yet (they left the depth then; ``expired`` counts a message
+    only when a sweep removes it).  ``depth`` walks back from the snapshot's
+    depth: before a minute there were ``sent + moved_in - deleted -
+    moved_to_dead_letter - moved_out - expired - expired_unswept - purged``
+    fewer.  Every way in and out is counted, so it is the depth
+    ``Queue.stats()`` gave at the end of that minute (up to the last second of
+    counts of a broker killed without closing).
     """
-    metrics, queues = tables.metrics, tables.queues
-    dead_lettered_in = (
-        metrics.join(queues.select("queue", "dead_letter_queue"), "queue")
-        .where(F.col("dead_letter_queue").isNotNull() & (F.col("moved_to_dead_letter") > 0))
-        .groupBy(F.col("dead_letter_queue").alias("queue"), "minute")
-        .agg(F.sum("moved_to_dead_letter").alias("dead_lettered_in"))
+    changes = _minute_changes(tables)
+    arrived = F.col("sent") + F.col("moved_in")
+    left = sum(
+        (F.col(c) for c in ("moved_to_dead_letter", "moved_out", "expired", "expired_unswept", "purged")),
+        F.col("deleted"),
     )
-    flows = metrics.join(dead_lettered_in, ["queue", "minute"], "full").fillna(
-        0, subset=[*COUNTERS, "dead_lettered_in"]
-    )
-    depth_now = tables.messages.groupBy("queue").agg(F.count(F.lit(1)).alias("depth_now"))
-    arrived = F.col("sent") + F.col("dead_lettered_in")
-    net = arrived - F.col("deleted") - F.col("moved_to_dead_letter") - F.col("expired")
     later = Window.partitionBy("queue").orderBy("minute").rowsBetween(1, Window.unboundedFollowing)
-    depth = F.coalesce(F.col("depth_now"), F.lit(0)) - F.coalesce(F.sum(net).over(later), F.lit(0))
-    return flows.join(depth_now, "queue", "left").select(
+    depth = F.coalesce(F.col("depth"), F.lit(0)) - F.coalesce(F.sum(arrived - left).over(later), F.lit(0))
+    columns = (*COUNTERS, "expired_unswept")
+    report = changes.join(tables.depth_now, "queue", "left").select(
         "queue",
         "minute",
-        *(F.col(c).cast("long").alias(c) for c in (*COUNTERS, "dead_lettered_in")),
+        *(F.col(c).cast("long").alias(c) for c in columns),
         depth.cast("long").alias("depth"),
     )
+    if tables.window.until_ms is not None:
+        report = report.where(F.col("minute") < F.timestamp_millis(F.lit(tables.window.until_ms)))
+    return report
+
+
+def _minute_changes(tables: Tables) -> DataFrame:
+    """Every count that changes a queue's depth, per queue and minute, from the window's start on."""
+    unswept = tables.unswept
+    first = tables.window.first_minute_ms
+    if first is not None:
+        unswept = unswept.where(F.col("minute") >= F.timestamp_millis(F.lit(first)))
+    summed = [*COUNTERS, "expired_unswept"]
+    changes = tables.metrics_to_now.unionByName(unswept, allowMissingColumns=True)
+    # Zero where nothing happened (a minute with only unswept expiries has no counters).
+    return changes.groupBy("queue", "minute").agg(*(F.coalesce(F.sum(c), F.lit(0)).alias(c) for c in summed))
 
 
 #: The reports by name (the names the CLI offers), each with the columns it is sorted by.

@@ -9,7 +9,10 @@ started it).  Results are plain Python: lists of row dicts whose values are
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from pyspark.errors import AnalysisException
@@ -44,6 +47,9 @@ def run_report(
     clock: Callable[[], float] | None = None,
     spark: SparkSession | None = None,
     partitions: int | None = None,
+    snapshot_dir: str | os.PathLike[str] | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> dict[str, Rows]:
     """Run one report (a name of :data:`REPORT_NAMES`) or ``"all"`` over a snapshot of ``path``.
 
@@ -52,18 +58,30 @@ def run_report(
     report to one queue (QueueDoesNotExist if the snapshot has none of that
     name).  ``plot``: also write a PNG of depth and throughput over time there.
     ``out_dir``: also write each report as Parquet, in a folder named after it.
+    The other arguments are those of :meth:`QueueAnalytics.open`.
     """
     check_name(report, also=(ALL,))  # before any copying or Spark
     names = REPORT_NAMES if report == ALL else (report,)
-    with QueueAnalytics.open(
-        path, spark=spark, master=master, jdbc_jar=jar, clock=clock, partitions=partitions
-    ) as analytics:
+    with (
+        QueueAnalytics.open(
+            path,
+            spark=spark,
+            master=master,
+            jdbc_jar=jar,
+            clock=clock,
+            partitions=partitions,
+            snapshot_dir=snapshot_dir,
+            since=since,
+            until=until,
+        ) as analytics,
+        explained(analytics),
+    ):
         about = {"source": str(analytics.source), "taken_at": analytics.taken_at}
         result: dict[str, Rows] = {"snapshot": [about]}
         for name in names:
             frame = analytics.report(name, queue)
             if out_dir is not None:
-                frame.write.mode("overwrite").parquet(f"{str(out_dir).rstrip('/')}/{name}")
+                frame.write.mode("overwrite").parquet(f"{_for_spark(out_dir)}/{name}")
             result[name] = to_rows(frame)
         if plot is not None:
             activity = result.get("throughput")
@@ -71,7 +89,7 @@ def run_report(
                 activity = to_rows(analytics.throughput(queue))
             taken = f"{analytics.taken_at:%Y-%m-%d %H:%M} UTC"
             title = f"durableq: {queue or analytics.source.name}, snapshot {taken}"
-            write_activity_png(activity, plot, title=title)
+            write_activity_png(activity, plot, title=title, end=analytics.taken_at)
     return result
 
 
@@ -85,6 +103,9 @@ def export_parquet(
     clock: Callable[[], float] | None = None,
     spark: SparkSession | None = None,
     partitions: int | None = None,
+    snapshot_dir: str | os.PathLike[str] | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> Rows:
     """Write a snapshot's tables as Parquet under ``out_dir`` (a path or a URL Spark can write).
 
@@ -92,7 +113,8 @@ def export_parquet(
     and ``metrics`` with the columns of the DataFrames of the same names, and
     ``snapshot`` with one row (``source``, ``taken_at``).  Returns one row per
     table: ``{"table", "path", "rows"}``.  Existing folders are an error
-    unless ``overwrite``.
+    unless ``overwrite``.  The other arguments are those of :meth:`QueueAnalytics.open`
+    (``since``/``until`` limit ``messages`` and ``metrics`` to a time window).
     """
     base = str(out_dir).rstrip("/")
     targets = {table: f"{base}/{table}" for table in EXPORTED_TABLES}
@@ -100,9 +122,20 @@ def export_parquet(
         # A local folder is checked up front, so a refused export writes nothing at all.
         _refuse_existing([t for t in targets.values() if os.path.exists(t)])
     written: Rows = []
-    with QueueAnalytics.open(
-        path, spark=spark, master=master, jdbc_jar=jar, clock=clock, partitions=partitions
-    ) as analytics:
+    with (
+        QueueAnalytics.open(
+            path,
+            spark=spark,
+            master=master,
+            jdbc_jar=jar,
+            clock=clock,
+            partitions=partitions,
+            snapshot_dir=snapshot_dir,
+            since=since,
+            until=until,
+        ) as analytics,
+        explained(analytics),
+    ):
         frames = {
             "messages": analytics.messages(),
             "queues": analytics.queues(),
@@ -114,13 +147,49 @@ def export_parquet(
         }
         for table, frame in frames.items():
             try:
-                frame.write.mode("overwrite" if overwrite else "errorifexists").parquet(targets[table])
+                target = f"{_for_spark(out_dir)}/{table}"
+                frame.write.mode("overwrite" if overwrite else "errorifexists").parquet(target)
             except AnalysisException as exc:
                 if "already exists" not in str(exc).lower():
                     raise
                 _refuse_existing([targets[table]], exc)
             written.append({"table": table, "path": targets[table], "rows": frame.count()})
     return written
+
+
+#: What the SQLite driver says when an executor cannot open the copy, and what that means here.
+_OPEN_FAILURES = {
+    "Permission denied": "permission denied",
+    "unable to open": "no such file where the executor runs",
+    "No such file": "no such file where the executor runs",
+}
+
+
+@contextmanager
+def explained(analytics: QueueAnalytics) -> Iterator[None]:
+    """Turn Spark's failure to open the snapshot copy (on a cluster, usually) into one clear error."""
+    try:
+        yield
+    except Exception as exc:  # py4j wraps the executors' errors in its own types
+        text = str(exc)
+        if str(analytics.snapshot_path) not in text:
+            raise
+        reason = next((why for needle, why in _OPEN_FAILURES.items() if needle in text), "see the cause")
+        raise AnalyticsError(
+            f"Spark could not open the snapshot copy {analytics.snapshot_path} ({reason}); on a cluster, "
+            "give snapshot_dir (--snapshot-dir) an existing folder that every executor mounts at the same "
+            "path and that their OS user may enter"
+        ) from exc
+
+
+def _for_spark(out_dir: str | os.PathLike[str]) -> str:
+    """``out_dir`` as Spark should see it: a URL as it is, a local path made absolute here.
+
+    Spark resolves a relative path against the JVM's working directory, which is
+    not this process's when the session was started elsewhere (or moved on).
+    """
+    text = str(out_dir).rstrip("/")
+    return text if "://" in text else str(Path(text).resolve())
 
 
 def _refuse_existing(paths: list[str], cause: BaseException | None = None) -> None:

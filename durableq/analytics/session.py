@@ -1,11 +1,24 @@
-"""The Spark session the reader uses: local by default, quiet, sized for small machines."""
+"""The Spark session the reader uses: the one already running, the one ``spark-submit`` set up, or its own.
+
+Whoever configured Spark first wins.  A session active in this process is used
+as it is.  Under ``spark-submit`` (or the ``pyspark`` shell) the JVM is already
+running with its master, application name and settings; durableq creates the
+session from that configuration and only adds what it needs (the JDBC driver)
+and the SQL settings nobody gave.  Only when it starts Spark itself does it
+pick the master (``local[*]`` unless told) and the application name.
+"""
 
 from __future__ import annotations
 
 import logging
+import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+
+from ..errors import InvalidParameterValue
+from .driver import find_jdbc_jar
 
 log = logging.getLogger(__name__)
 
@@ -23,22 +36,98 @@ SESSION_CONF: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
 }
+#: Of those, the ones a running JVM still takes (per session), when its configuration does not name them.
+RUNTIME_CONF = (
+    "spark.sql.shuffle.partitions",
+    "spark.sql.session.timeZone",
+    "spark.sql.parquet.outputTimestampType",
+)
+
+#: PySpark sets this in the Python process that spark-submit (or the pyspark shell) starts:
+#: the JVM, with its configuration, already runs.  (PySpark reads the same variable to attach to it.)
+_GATEWAY_VARIABLE = "PYSPARK_GATEWAY_PORT"
+#: A configured jar list that names a file like this already brings the SQLite driver.
+_DRIVER_JAR_HINT = "sqlite-jdbc"
 
 
-def start_session(master: str | None, jar: Path) -> tuple[SparkSession, bool]:
-    """The session to read with, and whether this call started it (so its owner stops it).
+@dataclass(frozen=True, slots=True)
+class SessionPlan:
+    """Which session to use, decided before anything is copied or started."""
 
-    A session already active in this process is reused as it is: Spark allows
-    one context per process, and its owner chose its master and class path.
-    """
+    active: SparkSession | None
+    submitted: bool
+    master: str | None
+    jdbc_jar: str | os.PathLike[str] | None
+    #: The driver jar to give a session durableq starts (found up front, so a missing one fails fast).
+    jar: Path | None
+
+
+def plan_session(master: str | None, jdbc_jar: str | os.PathLike[str] | None) -> SessionPlan:
+    """Decide where the session comes from; raise now if ``master`` contradicts a running session."""
     active = SparkSession.getActiveSession()
     if active is not None:
-        log.debug("reusing the active Spark session (master %s)", active.sparkContext.master)
-        return active, False
-    builder = SparkSession.builder.master(master or DEFAULT_MASTER).appName(APP_NAME)
-    builder = builder.config("spark.jars", str(jar))
+        running = active.sparkContext.master
+        if master is not None and master != running:
+            raise InvalidParameterValue(
+                f"a Spark session is already running on master {running!r}; master {master!r} applies "
+                "only when durableq starts Spark (leave it out to use the running session)"
+            )
+        # A jar named for a running session is still checked (a typo must not pass), then added to it.
+        return SessionPlan(
+            active, False, master, jdbc_jar, None if jdbc_jar is None else find_jdbc_jar(jdbc_jar)
+        )
+    if os.environ.get(_GATEWAY_VARIABLE):
+        # The jar, if given, is checked now; otherwise only once the configuration shows it is needed.
+        return SessionPlan(
+            None, True, master, jdbc_jar, None if jdbc_jar is None else find_jdbc_jar(jdbc_jar)
+        )
+    return SessionPlan(None, False, master, jdbc_jar, find_jdbc_jar(jdbc_jar))
+
+
+def start_session(plan: SessionPlan) -> tuple[SparkSession, bool]:
+    """The session to read with, and whether this call created it (so its owner stops it)."""
+    if plan.active is not None:
+        log.debug("using the active Spark session (master %s)", plan.active.sparkContext.master)
+        if plan.jar is not None:
+            _add_jar(plan.active, plan.jar)
+        return plan.active, False
+    if plan.submitted:
+        return _from_submitted_configuration(plan), True
+    assert plan.jar is not None
+    builder = SparkSession.builder.master(plan.master or DEFAULT_MASTER).appName(APP_NAME)
+    builder = builder.config("spark.jars", str(plan.jar))
     for key, value in SESSION_CONF.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     return session, True
+
+
+def _from_submitted_configuration(plan: SessionPlan) -> SparkSession:
+    # No master, name or static setting here: spark-submit's (and spark-defaults.conf's) apply.
+    session = SparkSession.builder.getOrCreate()
+    try:
+        conf = session.sparkContext.getConf()
+        running = session.sparkContext.master
+        if plan.master is not None and plan.master != running:
+            raise InvalidParameterValue(
+                f"this process runs under spark-submit with master {running!r}; give the master to "
+                f"spark-submit (--master {plan.master}) rather than to durableq"
+            )
+        for key in RUNTIME_CONF:
+            if not conf.contains(key):
+                session.conf.set(key, SESSION_CONF[key])
+        configured = f"{conf.get('spark.jars', '')},{conf.get('spark.jars.packages', '')}"
+        if plan.jdbc_jar is not None or _DRIVER_JAR_HINT not in configured:
+            _add_jar(session, plan.jar or find_jdbc_jar(plan.jdbc_jar))
+    except BaseException:
+        session.stop()
+        raise
+    return session
+
+
+def _add_jar(session: SparkSession, jar: Path) -> None:
+    # The JVM is running, so spark.jars would no longer reach the driver's class path;
+    # ADD JAR does (and ships the jar to the executors).
+    quoted = str(jar).replace("\\", "\\\\").replace("'", "\\'")
+    session.sql(f"ADD JAR '{quoted}'")

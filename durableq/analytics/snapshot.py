@@ -13,13 +13,13 @@ import logging
 import os
 import shutil
 import sqlite3
-import stat
 import tempfile
 import weakref
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from contextlib import closing
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from .. import limits
@@ -28,21 +28,13 @@ from ..engines.migrate import current
 from ..engines.sqlite import Database, identify, translate
 from ..errors import DatabaseError, NotADurableQDatabase
 from ..types import datetime_from_ms
+from .errors import AnalyticsError
 
 log = logging.getLogger(__name__)
 
 #: The busy timeout of the copy's source connection, in seconds.
 _BUSY_TIMEOUT = limits.DEFAULT_BUSY_TIMEOUT
 _SNAPSHOT_NAME = "snapshot.db"
-
-
-@dataclass(frozen=True, slots=True)
-class IdRange:
-    """The row ids of the snapshot's ``messages`` table (for partitioned reads)."""
-
-    low: int
-    high: int
-    rows: int
 
 
 class Snapshot:
@@ -52,11 +44,10 @@ class Snapshot:
     object is collected or the interpreter exits.
     """
 
-    def __init__(self, source: Path, path: Path, now_ms: int, id_range: IdRange) -> None:
+    def __init__(self, source: Path, path: Path, now_ms: int) -> None:
         self.source = source
         self.path = path
         self.now_ms = now_ms
-        self.id_range = id_range
         self._remove = weakref.finalize(self, shutil.rmtree, path.parent, ignore_errors=True)
 
     def __repr__(self) -> str:
@@ -75,29 +66,54 @@ class Snapshot:
         """Remove the copy (and its folder)."""
         self._remove()
 
+    def query(self, sql: str, parameters: Mapping[str, object] | None = None) -> list[tuple[Any, ...]]:
+        """Rows of one read-only query on the copy, in this process (small answers: bounds, counts)."""
+        if self.closed:
+            raise AnalyticsError("this snapshot is closed; take a new one to read again")
+        try:
+            with closing(sqlite3.connect(f"file:{quote(str(self.path))}?mode=ro", uri=True)) as conn:
+                return conn.execute(sql, parameters or {}).fetchall()
+        except sqlite3.Error as exc:
+            raise translate(exc, self.source, _BUSY_TIMEOUT) from exc
+
 
 def take(
     source: str | os.PathLike[str], clock: Callable[[], float], directory: str | os.PathLike[str] | None
 ) -> Snapshot:
-    """Copy ``source`` into a new folder under ``directory`` (default: the system temp folder)."""
+    """Copy ``source`` into a new folder under ``directory`` (default: the system temp folder).
+
+    Without ``directory`` the folder is private to this OS user (0700).  In a
+    given ``directory`` -- storage that executors running as other OS users
+    read -- the folder is :data:`~durableq.limits.SNAPSHOT_SHARED_DIR_MODE`
+    (others may open the copy by its name, not list the folder), so who can
+    read the copy is decided by the permissions of ``directory`` itself.  The
+    copy is :data:`~durableq.limits.SNAPSHOT_FILE_MODE` (read-only) either way.
+    """
     source = Path(source)
     if not source.is_file():
         # Checked first: opening a missing file through SQLite would create it.
         raise DatabaseError(f"{source} does not exist or is not a file; give the path of a durableq database")
+    if directory is not None and not Path(directory).is_dir():
+        raise AnalyticsError(
+            f"the snapshot folder {directory} does not exist or is not a folder; create it first "
+            "(on a cluster: a folder every executor can read)"
+        )
     folder = Path(tempfile.mkdtemp(prefix="durableq-snapshot-", dir=directory))
     try:
+        if directory is not None:
+            folder.chmod(limits.SNAPSHOT_SHARED_DIR_MODE)
         path = folder / _SNAPSHOT_NAME
         _copy(source, path)
         # The clock is read after the copy: every message in it was written before "now".
         now_ms = int(clock() * 1000)
-        id_range = _check(source, path)
-        # Read-only for everyone: no reader can change the copy (or leave a journal beside it).
-        path.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+        _check(source, path)
+        # Read-only: no reader can change the copy (or leave a journal beside it).
+        path.chmod(limits.SNAPSHOT_FILE_MODE)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
-    log.debug("snapshot of %s at %s: %s (%d messages)", source, now_ms, path, id_range.rows)
-    return Snapshot(source, path, now_ms, id_range)
+    log.debug("snapshot of %s at %s: %s", source, now_ms, path)
+    return Snapshot(source, path, now_ms)
 
 
 def _copy(source: Path, target: Path) -> None:
@@ -118,8 +134,8 @@ def _copy(source: Path, target: Path) -> None:
         raise translate(exc, source, _BUSY_TIMEOUT) from exc
 
 
-def _check(source: Path, path: Path) -> IdRange:
-    """Refuse a copy that is not a durableq file at this schema; read the message id range."""
+def _check(source: Path, path: Path) -> None:
+    """Refuse a copy that is not a durableq file at this schema."""
     db = Database(path, durability="normal", busy_timeout=_BUSY_TIMEOUT)
     try:
         if not identify(db.conn, source):
@@ -130,9 +146,7 @@ def _check(source: Path, path: Path) -> IdRange:
                 f"{source} is at schema revision {revision!r}; this durableq reads {SCHEMA_REVISION!r}. "
                 "Open it once with durableq (or `durableq db upgrade`) to migrate it"
             )
-        low, high, rows = db.conn.execute("SELECT min(id), max(id), count(*) FROM messages").fetchone()
     except sqlite3.Error as exc:
         raise translate(exc, source, _BUSY_TIMEOUT) from exc
     finally:
         db.close()
-    return IdRange(low or 0, high or 0, rows)

@@ -10,15 +10,15 @@ import pytest
 from pyspark.sql import SparkSession
 
 import durableq
-from durableq.analytics import QueueAnalytics, find_jdbc_jar, to_rows
-from durableq.analytics.session import start_session
+from durableq.analytics import QueueAnalytics, to_rows
+from durableq.analytics.session import plan_session, start_session
 
 from . import reference, scenario
 
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    session, owned = start_session(None, find_jdbc_jar())
+    session, owned = start_session(plan_session(None, None))
     yield session
     if owned:
         session.stop()

@@ -70,19 +70,31 @@ def rank_window(values: Sequence[float], fraction: float, accuracy: int) -> tupl
     return ordered[low], ordered[high]
 
 
+def unswept_by_minute(rows: Iterable[Row], now_ms: int) -> dict[str, dict[datetime, int]]:
+    """Expired rows still in the file, per queue and the minute they expired in."""
+    found: dict[str, dict[datetime, int]] = defaultdict(lambda: defaultdict(int))
+    for row in rows:
+        if row.expired(now_ms):
+            expired_at = row.enqueued_at + row.retention_period * 1000
+            found[row.queue][durableq.types.datetime_from_ms(expired_at - expired_at % 60_000)] += 1
+    return found
+
+
 def depth_estimate(
     metrics: Mapping[str, Sequence[durableq.MinuteMetrics]],
-    dead_letter_queue: Mapping[str, str | None],
     depth_now: Mapping[str, int],
+    unswept: Mapping[str, Mapping[datetime, int]],
 ) -> dict[str, list[tuple[datetime, int, int]]]:
     """Per queue, (minute, net change, depth at the end of the minute), walking back from ``depth_now``."""
     net: dict[str, dict[datetime, int]] = defaultdict(lambda: defaultdict(int))
+    for queue, expired in unswept.items():
+        for minute, count in expired.items():
+            net[queue][minute] -= count
     for queue, minutes in metrics.items():
         for m in minutes:
-            net[queue][m.minute] += m.sent - m.deleted - m.moved_to_dead_letter - m.expired
-            target = dead_letter_queue.get(queue)
-            if target is not None and m.moved_to_dead_letter:
-                net[target][m.minute] += m.moved_to_dead_letter
+            net[queue][m.minute] += (
+                m.sent + m.moved_in - m.deleted - m.moved_to_dead_letter - m.moved_out - m.expired - m.purged
+            )
     result: dict[str, list[tuple[datetime, int, int]]] = {}
     for queue, changes in net.items():
         depth = depth_now.get(queue, 0)

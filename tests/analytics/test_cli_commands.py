@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -67,3 +68,57 @@ def test_export_writes_the_tables_as_parquet(
 def test_a_missing_jar_is_one_line(world: scenario.Scenario, tmp_path: Path) -> None:
     output = _run("--db", str(world.path), "analyze", "--jar", str(tmp_path / "none.jar"), code=1)
     assert output.count("\n") == 1 and "JdbcDriverNotFound" in output
+
+
+def test_analyze_takes_the_snapshot_dir_partitions_and_window(
+    spark: SparkSession, world: scenario.Scenario, tmp_path: Path
+) -> None:
+    snapshots = tmp_path / "snapshots"
+    snapshots.mkdir()
+    since, until = "2106-04-06T12:27", "2106-04-06T12:29:30+00:00"
+    printed = json.loads(
+        _run(
+            "--db",
+            str(world.path),
+            "analyze",
+            "--report",
+            "receives",
+            "--json",
+            "--snapshot-dir",
+            str(snapshots),
+            "--partitions",
+            "2",
+            "--since",
+            since,
+            "--until",
+            until,
+        )
+    )
+    window = {
+        "since": datetime(2106, 4, 6, 12, 27, tzinfo=UTC),
+        "until": datetime(2106, 4, 6, 12, 29, 30, tzinfo=UTC),
+    }
+    direct = run_report(world.path, "receive-counts", spark=spark, **window)  # type: ignore[arg-type]
+    assert printed["receive-counts"] == direct["receive-counts"]
+    everything = run_report(world.path, "receive-counts", spark=spark)["receive-counts"]
+    assert sum(r["messages"] for r in direct["receive-counts"]) < sum(r["messages"] for r in everything)
+    assert list(snapshots.iterdir()) == []  # the copy went there, and is gone
+
+
+def test_bad_window_and_partitions_are_one_line(world: scenario.Scenario) -> None:
+    usage = _run("--db", str(world.path), "analyze", "--since", "yesterday", code=2)
+    assert "ISO 8601" in usage
+    refused = _run("--db", str(world.path), "analyze", "--partitions", "0", code=1)
+    assert refused.startswith("error: InvalidParameterValue") and refused.count("\n") == 1
+    reversed_window = _run(
+        "--db",
+        str(world.path),
+        "export",
+        "out",
+        "--since",
+        "2106-04-06T13:00",
+        "--until",
+        "2106-04-06T12:00",
+        code=1,
+    )
+    assert "earlier than until" in reversed_window

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
-from pyspark.sql import SparkSession
+import pytest
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DecimalType, IntegerType
 
+import durableq
 from durableq.analytics import COUNTERS, QueueAnalytics, to_rows
 from durableq.analytics.driver import DRIVER_CLASS, jdbc_url
 from durableq.types import datetime_from_ms
+from tests.conftest import FakeClock
 
 from . import reference, scenario
 from .conftest import Library
@@ -145,20 +149,61 @@ def test_expired_messages_are_in_the_file_but_not_in_the_frames(
     assert counted == scenario.AUDIT_LIVE == library.stats["audit"].approximate_number_of_messages
 
 
-def test_messages_are_read_in_the_requested_row_id_ranges(
+def partition_sizes(frame: DataFrame) -> list[tuple[int, int, int]]:
+    """(lowest row id, highest row id, rows) of each partition of ``frame``, in row-id order."""
+    per_partition = frame.groupBy(F.spark_partition_id().alias("p")).agg(
+        F.count(F.lit(1)).alias("n"), F.min("row_id").alias("low"), F.max("row_id").alias("high")
+    )
+    return sorted((r["low"], r["high"], r["n"]) for r in per_partition.collect())
+
+
+def test_messages_are_read_in_even_row_id_ranges(
     analytics: QueueAnalytics, snapshot_rows: list[reference.Row]
 ) -> None:
     frame = analytics.messages()
     assert frame.rdd.getNumPartitions() == 3
-    per_partition = frame.groupBy(F.spark_partition_id().alias("p")).agg(
-        F.count(F.lit(1)).alias("n"), F.min("row_id").alias("low"), F.max("row_id").alias("high")
-    )
-    ranges = sorted((r["low"], r["high"], r["n"]) for r in per_partition.collect())
+    ranges = partition_sizes(frame)
+    live = reference.live(snapshot_rows, analytics.now_ms)
+    # Disjoint, ordered ranges that together hold every unexpired message, in parts of equal size.
     assert len(ranges) == 3
-    assert all(n > 0 for _, _, n in ranges)
-    # Disjoint, ordered ranges that together hold every unexpired message.
     assert ranges[0][1] < ranges[1][0] and ranges[1][1] < ranges[2][0]
-    assert sum(n for _, _, n in ranges) == len(reference.live(snapshot_rows, analytics.now_ms))
+    assert sum(n for _, _, n in ranges) == len(live)
+    assert max(n for _, _, n in ranges) - min(n for _, _, n in ranges) <= 1
+
+
+@pytest.fixture(scope="module")
+def skewed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A few old messages with low row ids, then a gap (a purged queue), then many new ones."""
+    path = tmp_path_factory.mktemp("skewed") / "skewed.db"
+    with durableq.open(path, clock=FakeClock(scenario.START), durability="normal") as broker:
+        old, gone, new = (broker.create_queue(name) for name in ("old", "gone", "new"))
+        scenario.send(old, 4)
+        scenario.send(gone, 30_000)
+        scenario.send(new, 1)  # its row id keeps the ids of the next ones above the gap
+        gone.purge()
+        scenario.send(new, 10_000, "-more")
+    return path
+
+
+def test_skewed_row_ids_still_give_even_partitions(spark: SparkSession, skewed: Path) -> None:
+    with reference.connect_ro(skewed) as conn:
+        ids = [row_id for (row_id,) in conn.execute("SELECT id FROM messages ORDER BY id")]
+    assert ids[4] - ids[3] > 30_000 and len(ids) == 10_005  # the gap the purge left
+    with QueueAnalytics.open(skewed, spark=spark, clock=FakeClock(scenario.START), partitions=4) as opened:
+        sizes = [n for _, _, n in partition_sizes(opened.messages())]
+    assert len(sizes) == 4 and sum(sizes) == len(ids)
+    # Ranges between the lowest and highest id would give 4, 0, 0 and 10,001 rows.
+    mean = len(ids) / 4
+    assert max(sizes) <= 2 * mean
+    assert max(sizes) - min(sizes) <= 1
+
+
+def test_fewer_messages_than_partitions(spark: SparkSession, tmp_path: Path) -> None:
+    path = tmp_path / "three.db"
+    with durableq.open(path, durability="normal") as broker:
+        scenario.send(broker.create_queue("few"), 3)
+    with QueueAnalytics.open(path, spark=spark, partitions=8) as opened:
+        assert [n for _, _, n in partition_sizes(opened.messages())] == [1, 1, 1]
 
 
 def test_default_partitions_follow_spark_parallelism(spark: SparkSession, world: scenario.Scenario) -> None:
@@ -181,9 +226,10 @@ def test_queues_frame_matches_queue_attributes(analytics: QueueAnalytics, librar
 
 
 def test_metrics_frame_matches_queue_metrics(analytics: QueueAnalytics, library: Library) -> None:
-    got = {(r["queue"], r["minute"]): tuple(r[c] for c in COUNTERS) for r in to_rows(analytics.metrics())}
+    rows = to_rows(analytics.metrics())
+    got = {(r["queue"], r["minute"]): tuple(r[c] for c in COUNTERS) for r in rows}
     expected = {
-        (name, m.minute): (m.sent, m.received, m.deleted, m.moved_to_dead_letter, m.expired, m.empty_receives)
+        (name, m.minute): tuple(getattr(m, c) for c in COUNTERS)
         for name, minutes in library.metrics.items()
         for m in minutes
     }

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from durableq.analytics import QueueAnalytics, to_rows
+from durableq.analytics import COUNTERS, QueueAnalytics, to_rows
 from durableq.analytics.reports import ACCURACY, PERCENTILES
 from durableq.errors import InvalidParameterValue, QueueDoesNotExist
 
@@ -95,30 +95,35 @@ def test_dead_letter_rates(
     assert report["orders"]["moved_to_dead_letter"] == 0
 
 
-def test_throughput_per_minute_and_reconstructed_depth(report_rows: ReportRows, library: Library) -> None:
+def test_throughput_per_minute_and_reconstructed_depth(
+    analytics: QueueAnalytics, report_rows: ReportRows, library: Library, snapshot_rows: list[reference.Row]
+) -> None:
     rows = report_rows("throughput")
-    policies = {name: a["redrive_policy"] for name, a in library.attributes.items()}
-    dead_letter_queue = {name: policy and policy.dead_letter_queue for name, policy in policies.items()}
     depth_now = {
         name: s.approximate_number_of_messages
         + s.approximate_number_of_messages_not_visible
         + s.approximate_number_of_messages_delayed
         for name, s in library.stats.items()
     }
-    expected = reference.depth_estimate(library.metrics, dead_letter_queue, depth_now)
+    unswept = reference.unswept_by_minute(snapshot_rows, analytics.now_ms)
+    assert sum(unswept["audit"].values()) == scenario.AUDIT_EXPIRED
+    expected = reference.depth_estimate(library.metrics, depth_now, unswept)
     got: dict[str, list[tuple[Any, int]]] = defaultdict(list)
     for row in rows:
         got[row["queue"]].append((row["minute"], row["depth"]))
     assert got == {q: [(minute, depth) for minute, _, depth in walked] for q, walked in expected.items()}
     # Counters pass through unchanged.
-    counters = {(r["queue"], r["minute"]): (r["sent"], r["deleted"], r["expired"]) for r in rows}
+    counters = {(r["queue"], r["minute"]): tuple(r[c] for c in COUNTERS) for r in rows}
     for name, minutes in library.metrics.items():
         for m in minutes:
-            assert counters[(name, m.minute)] == (m.sent, m.deleted, m.expired)
-    # Every change was counted, so each queue started empty; audit's unswept expired
-    # messages are the documented exception (gone from the depth, not yet counted).
+            assert counters[(name, m.minute)] == tuple(getattr(m, c) for c in COUNTERS)
+    expired_unswept = {(r["queue"], r["minute"]): r["expired_unswept"] for r in rows if r["expired_unswept"]}
+    assert expired_unswept == {(q, m): n for q, minutes in unswept.items() for m, n in minutes.items()}
+    # Every change was counted (audit's expired messages when they expired, though no sweep
+    # has counted them yet), so each queue started empty and no depth is negative.
     started = {q: walked[0][2] - walked[0][1] for q, walked in expected.items()}
-    assert started == {q: (-scenario.AUDIT_EXPIRED if q == "audit" else 0) for q in expected}
+    assert started == dict.fromkeys(expected, 0)
+    assert min(r["depth"] for r in rows) >= 0
     assert "payments-dlq" in expected and "events-dlq.fifo" in expected
 
 

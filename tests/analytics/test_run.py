@@ -22,7 +22,7 @@ from durableq.analytics import (
     to_rows,
     write_activity_png,
 )
-from durableq.analytics.plot import DPI, FIGSIZE
+from durableq.analytics.plot import DPI, figure_size
 from durableq.errors import InvalidParameterValue
 from tests.conftest import FakeClock
 
@@ -87,7 +87,8 @@ def test_run_report_returns_every_report_as_plain_rows(
     assert all(r["minute"].tzinfo is UTC for r in result["throughput"])
     # The plot: a PNG of the configured size with something drawn on it.
     image = imread(plot)
-    assert image.shape[:2] == (FIGSIZE[1] * DPI, FIGSIZE[0] * DPI)
+    width, height = figure_size(2)
+    assert image.shape[:2] == (round(height * DPI), round(width * DPI))
     assert image.min() < image.max()
 
 
@@ -136,4 +137,5 @@ def test_export_parquet_writes_the_tables_for_a_cluster(
 
 def test_the_plot_of_no_activity_is_still_a_picture(tmp_path: Path) -> None:
     target = write_activity_png([], tmp_path / "empty.png")
-    assert imread(target).shape[:2] == (FIGSIZE[1] * DPI, FIGSIZE[0] * DPI)
+    width, height = figure_size(0)
+    assert imread(target).shape[:2] == (round(height * DPI), round(width * DPI))

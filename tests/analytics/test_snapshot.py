@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 import durableq
+from durableq import limits
 from durableq.analytics import AnalyticsError, QueueAnalytics, to_rows
 from durableq.errors import DatabaseError, NotADurableQDatabase
 
@@ -126,3 +128,31 @@ def test_a_file_without_messages_reads_as_empty_frames(spark: SparkSession, tmp_
         assert to_rows(analytics.depth_by_state()) == [
             {"queue": "waiting", "delayed": 0, "visible": 0, "in_flight": 0, "total": 0}
         ]
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_a_given_snapshot_dir_lets_other_users_open_the_copy_by_name(
+    spark: SparkSession, world: scenario.Scenario, tmp_path: Path
+) -> None:
+    with QueueAnalytics.open(world.path, spark=spark, clock=world.clock, snapshot_dir=tmp_path) as analytics:
+        copy = analytics.snapshot_path
+        assert copy.parent.parent == tmp_path
+        # Others may enter the folder (not list it) and read the copy; the folder given decides who may.
+        assert mode(copy.parent) == limits.SNAPSHOT_SHARED_DIR_MODE == 0o711
+        assert mode(copy) == limits.SNAPSHOT_FILE_MODE == 0o444
+
+
+def test_without_a_snapshot_dir_the_copy_is_private(spark: SparkSession, world: scenario.Scenario) -> None:
+    with QueueAnalytics.open(world.path, spark=spark, clock=world.clock) as analytics:
+        assert mode(analytics.snapshot_path.parent) == 0o700
+
+
+def test_a_missing_snapshot_dir_is_an_error(
+    spark: SparkSession, world: scenario.Scenario, tmp_path: Path
+) -> None:
+    with pytest.raises(AnalyticsError, match="does not exist"):
+        QueueAnalytics.open(world.path, spark=spark, snapshot_dir=tmp_path / "nowhere")
+    assert list(tmp_path.iterdir()) == []

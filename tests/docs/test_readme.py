@@ -25,7 +25,8 @@ README = ROOT / "README.md"
 BLOCKS = blocks(README)
 #: The endpoint URL the README's examples use; the endpoint test gives them a server's real one.
 ENDPOINT = "http://127.0.0.1:9324"
-PYTHON = [b for b in BLOCKS if b.lang == "python" and ENDPOINT not in b.text]
+#: The analytics section's examples run in tests/analytics/test_docs.py (on the file its session writes).
+PYTHON = [b for b in BLOCKS if b.lang == "python" and ENDPOINT not in b.text and b.region != "analytics"]
 BIN = Path(sys.executable).parent
 
 
@@ -52,7 +53,7 @@ def _run_python(block: Block, folder: Path, text: str | None = None) -> str:
 
 def test_the_readme_has_the_examples_this_module_runs() -> None:
     assert len(PYTHON) >= 7
-    assert [b.lang for b in BLOCKS].count("console") == 1
+    assert [b.lang for b in BLOCKS if b.region != "analytics"].count("console") == 1
     assert all(b.output is not None for b in PYTHON if "print(" in b.text and "Worker(" not in b.text)
 
 
@@ -70,7 +71,7 @@ def test_a_python_example(block: Block, tmp_path: Path) -> None:
 
 
 def test_the_command_line_session(tmp_path: Path) -> None:
-    [session] = [b for b in BLOCKS if b.lang == "console"]
+    [session] = [b for b in BLOCKS if b.lang == "console" and b.region != "analytics"]
     shutil.copytree(ROOT / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("__pycache__"))
     bindings = Bindings()
     steps = session.text.split("\n$ ")

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from . import errors
 from .broker import Broker, open
+from .buffered import BufferedQueue
 from .errors import (
     BatchEntryIdsNotDistinct,
     BatchRequestTooLong,
+    BrokerClosed,
     DatabaseCorrupt,
     DatabaseError,
     DatabaseFull,
@@ -68,6 +70,8 @@ __all__ = [
     "BatchResult",
     "BatchSuccess",
     "Broker",
+    "BrokerClosed",
+    "BufferedQueue",
     "DatabaseCorrupt",
     "DatabaseError",
     "DatabaseFull",

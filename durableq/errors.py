@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "BatchEntryIdsNotDistinct",
     "BatchRequestTooLong",
+    "BrokerClosed",
     "DatabaseCorrupt",
     "DatabaseError",
     "DatabaseFull",
@@ -120,6 +121,10 @@ class UnsupportedOperation(DurableQError):
 
 class DatabaseError(DurableQError):
     """The database file cannot be used as asked."""
+
+
+class BrokerClosed(DatabaseError):
+    """The broker was closed: its queues take no more calls."""
 
 
 class DatabaseLocked(DatabaseError):

@@ -160,6 +160,11 @@ LONG_POLL_RETRY = 0.1
 #: Expired messages are swept from a queue at most this often (broker clock).
 RETENTION_SWEEP_INTERVAL = 1.0
 
+# The buffered client (durableq.BufferedQueue).
+#: A partial batch leaves this long after its first call (AWS's buffered client: 200 ms).
+DEFAULT_BUFFER_WAIT = 0.2
+MAX_BUFFER_WAIT = 60.0
+
 # Spark analytics (durableq.analytics).
 #: More parallel reads of the messages table than this only add JDBC connections to one SQLite file.
 MAX_ANALYTICS_PARTITIONS = 1_024

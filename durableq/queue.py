@@ -56,7 +56,7 @@ class Queue:
     def _atomic(self) -> AbstractContextManager[sqlite3.Connection]:
         """Where a one-message operation runs: on a standard queue it is a single
         statement, atomic by itself; on a FIFO queue the group rows change too."""
-        return self._rt.db.write() if self._fifo else self._rt.db.statement()
+        return self._rt.db.write() if self._fifo else self._rt.db.change()
 
     def _fresh(self, conn: sqlite3.Connection) -> queue_rows.QueueConfig:
         """The queue row as of now (inside a transaction: as of that transaction)."""
@@ -165,7 +165,7 @@ class Queue:
         )
         rt = self._rt
         if not self._fifo:
-            with rt.db.statement() as conn:
+            with rt.db.change() as conn:
                 return send.send_one(conn, rt.catalog, self._name, item, rt.now_ms(), rt.counters)
         with rt.db.write() as conn:
             (result,) = send.insert(conn, self._fresh(conn), [item], rt.now_ms(), rt.counters)

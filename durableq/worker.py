@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import limits
-from .errors import DurableQError, InvalidParameterValue
+from .errors import BrokerClosed, DurableQError, InvalidParameterValue, QueueDoesNotExist
 from .ops import validation
 from .queue import Queue
 from .types import Message, RedrivePolicy
@@ -165,6 +165,8 @@ class Worker:
                         visibility_timeout=self.visibility_timeout,
                         wait_time=min(self.wait_time, int(STOP_CHECK)),
                     )
+                except (QueueDoesNotExist, BrokerClosed):
+                    raise  # retrying cannot help: stop (after the running jobs) and say why
                 except DurableQError as exc:
                     log.error(
                         "receive from %s failed: %s; retrying in %s s", self.queue.name, exc, STOP_CHECK

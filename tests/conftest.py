@@ -55,9 +55,9 @@ def until(condition: Callable[[], object], what: str, timeout: float = 30) -> No
 def until_long_polls_wait(count: int = 1) -> None:
     """Return once ``count`` threads of this process are inside a long poll's wait: a send after
     this call is one the poll waits for, not one it finds when it starts."""
-    from durableq.ops.receive import Receiver
+    from durableq.ops.longpoll import ThreadWaiter
 
-    until(lambda: len(threads_inside(Receiver._wait.__code__)) >= count, f"{count} long polls wait")
+    until(lambda: len(threads_inside(ThreadWaiter.wait.__code__)) >= count, f"{count} long polls wait")
 
 
 @pytest.fixture

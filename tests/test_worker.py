@@ -271,3 +271,29 @@ def test_the_heartbeat_extends_up_to_the_12_hour_cap_on_the_broker_clock(db_path
         _until(lambda: _empty(queue))  # the job finished within its cap: the message is deleted
         worker.stop()
         thread.join(30)
+
+
+@pytest.mark.parametrize("ending", ["queue deleted", "broker closed"])
+def test_a_worker_stops_with_the_error_when_its_queue_or_broker_is_gone(db_path: Path, ending: str) -> None:
+    broker = durableq.open(db_path, durability="normal")
+    queue = broker.create_queue("jobs")
+    worker = durableq.Worker(queue, lambda message: None, wait_time=1)
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            worker.run()
+        except durableq.DurableQError as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    if ending == "queue deleted":
+        broker.delete_queue("jobs")
+    else:
+        broker.close()
+    thread.join(60)
+    assert not thread.is_alive(), "the worker kept retrying a receive that can never succeed"
+    expected = durableq.QueueDoesNotExist if ending == "queue deleted" else durableq.BrokerClosed
+    assert len(raised) == 1 and isinstance(raised[0], expected), raised
+    broker.close()

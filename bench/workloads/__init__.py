@@ -1,10 +1,11 @@
-"""The workloads by number (``python -m bench --workloads 1,2,5``): 1-8 of issue 8, 9 the endpoint."""
+"""The workloads by number (``python -m bench --workloads 1,2,5``): 1-8 of issue 8, 9 the endpoint,
+10 threads of one process (group commit), 11 the buffered client."""
 
 from __future__ import annotations
 
 from ..endpoint import workload as endpoint
 from ..model import Workload
-from . import concurrent, cycle, fifo, latency, longpoll, memory, phases
+from . import buffered, concurrent, cycle, fifo, latency, longpoll, memory, phases, threads
 
 WORKLOADS: dict[int, Workload] = {
     w.number: w
@@ -18,5 +19,7 @@ WORKLOADS: dict[int, Workload] = {
         Workload(7, memory.run),
         Workload(8, fifo.run),
         Workload(9, endpoint.run),
+        Workload(10, threads.run),
+        Workload(11, buffered.run),
     )
 }

@@ -19,8 +19,10 @@ import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from types import TracebackType
 
 from ..errors import (
+    BrokerClosed,
     DatabaseCorrupt,
     DatabaseError,
     DatabaseFull,
@@ -29,7 +31,7 @@ from ..errors import (
     InvalidParameterValue,
     NotADurableQDatabase,
 )
-from . import watch
+from . import group, watch
 from .fileformat import APPLICATION_ID
 
 log = logging.getLogger(__name__)
@@ -120,6 +122,11 @@ class Database:
         # The change watcher of this file, once a long poll asked for it (see watcher()).
         self._watch: watch.Watcher | None = None
         self._watch_key: tuple[int, int] | None = None
+        # Group commit: writes of this process that wait behind one share the next transaction.
+        # Only where a commit waits for an fsync: at "normal" there is nothing to share, and the
+        # hand-offs between threads cost more than they save (bench W10).
+        self._gate = group.Gate(self._begin_shared, self._commit_shared, self._translated)
+        self._grouping = durability == "full"
         _open_databases.add(self)
 
     # -- connections -------------------------------------------------------
@@ -145,7 +152,7 @@ class Database:
     def conn(self) -> sqlite3.Connection:
         """This thread's connection, opened on first use and closed when the thread ends."""
         if self._closed:
-            raise DatabaseError(f"{self.path}: the broker is closed")
+            raise BrokerClosed(f"{self.path}: the broker is closed")
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = self.connect()
@@ -174,13 +181,14 @@ class Database:
         self._connections = []
         self._lock = threading.Lock()
         self._watch = self._watch_key = None  # nor its watcher thread, which did not come along
+        self._gate.reset()  # nor its writer threads
 
     def watcher(self) -> watch.Watcher:
         """The change watcher of this file (one per process and file, started on first use)."""
         with self._lock:
             if self._watch is None:
                 if self._closed:
-                    raise DatabaseError(f"{self.path}: the broker is closed")
+                    raise BrokerClosed(f"{self.path}: the broker is closed")
                 self._watch_key, self._watch = watch.acquire(
                     self.path, Path(f"{self.path}-wal"), lambda: _VersionProbe(self.connect())
                 )
@@ -204,15 +212,56 @@ class Database:
     # -- transactions ------------------------------------------------------
 
     def write(self) -> AbstractContextManager[sqlite3.Connection]:
-        """A write transaction: ``BEGIN IMMEDIATE`` takes the write lock up front,
-        so it never fails half-way on a lock upgrade."""
-        return self._transaction("BEGIN IMMEDIATE")
+        """A write transaction: ``BEGIN IMMEDIATE`` takes the write lock up front, so it
+        never fails half-way on a lock upgrade.  At durability "full" it is group-committed
+        (see :mod:`.group`): it may share its transaction with other writes of this process,
+        each in a savepoint."""
+        if not self._grouping:
+            return self._transaction("BEGIN IMMEDIATE")
+        return _Grouped(self, transaction=True)
+
+    def change(self) -> AbstractContextManager[sqlite3.Connection]:
+        """Where a write that is one statement runs (a single ``INSERT``/``UPDATE … RETURNING``/
+        ``DELETE`` is atomic and takes the write lock when it starts): alone, it commits on its
+        own (autocommit); behind other writes, it joins their group like :meth:`write`."""
+        return _Grouped(self, transaction=False) if self._grouping else _Statement(self)
 
     def statement(self) -> _Statement:
-        """This thread's connection for statements that commit on their own (autocommit):
-        a single ``INSERT``/``UPDATE … RETURNING``/``DELETE`` is atomic and takes the write
-        lock when it starts, so it needs no explicit transaction."""
+        """This thread's connection for reads that need no snapshot beyond one statement
+        (autocommit; not ordered with the writes: use :meth:`change` for a write)."""
         return _Statement(self)
+
+    @property
+    def waiting(self) -> int:
+        """How many writes of this process wait in line for the next group commit."""
+        return self._gate.waiting
+
+    @property
+    def group_stats(self) -> group.GroupStats:
+        """How many writes ran alone and how many shared a transaction (see :mod:`.group`)."""
+        return self._gate.stats
+
+    def _begin_shared(self, conn: sqlite3.Connection) -> None:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path, self.busy_timeout) from exc
+
+    def _commit_shared(self, conn: sqlite3.Connection) -> None:
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            _rollback(conn)
+            raise translate(exc, self.path, self.busy_timeout) from exc
+        if self._watch is not None:
+            self._watch.committed()
+
+    def _translated(self, exc: BaseException) -> BaseException:
+        if isinstance(exc, sqlite3.Error):
+            return translate(exc, self.path, self.busy_timeout)
+        if isinstance(exc, UnicodeEncodeError):
+            return _unstorable(exc)
+        return exc
 
     def read(self) -> AbstractContextManager[sqlite3.Connection]:
         """A read transaction: one consistent snapshot for several statements."""
@@ -325,6 +374,43 @@ class _Statement:
             raise translate(exc, self._db.path, self._db.busy_timeout) from exc
         if isinstance(exc, UnicodeEncodeError):
             raise _unstorable(exc) from None
+
+
+class _Grouped:
+    """Context manager of :meth:`Database.write` and :meth:`Database.change`: through the gate of
+    group commit (see :mod:`.group`).  A class, not a generator: it is on every write's path."""
+
+    __slots__ = ("_alone", "_db", "_transaction", "_turn")
+
+    def __init__(self, db: Database, *, transaction: bool) -> None:
+        self._db = db
+        self._transaction = transaction
+        self._alone: AbstractContextManager[sqlite3.Connection] | None = None
+        self._turn: AbstractContextManager[sqlite3.Connection] | None = None
+
+    def __enter__(self) -> sqlite3.Connection:
+        db = self._db
+        member = db._gate.enter()
+        if member is None:  # no other write of this process under way: exactly as without the gate
+            self._alone = alone = db._transaction("BEGIN IMMEDIATE") if self._transaction else _Statement(db)
+            try:
+                return alone.__enter__()
+            except BaseException:
+                db._gate.leave()
+                raise
+        self._turn = turn = db._gate.turn(member, lambda: db.conn)
+        return turn.__enter__()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        if self._alone is not None:
+            try:
+                return self._alone.__exit__(exc_type, exc, tb)
+            finally:
+                self._db._gate.leave()
+        assert self._turn is not None
+        return self._turn.__exit__(exc_type, exc, tb)
 
 
 class _VersionProbe:

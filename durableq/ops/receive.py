@@ -178,7 +178,7 @@ class Receiver:
         wait_time: int | None,
     ) -> tuple[list[Message], QueueConfig]:
         db, catalog = self._db, self._catalog
-        with db.statement() as conn:
+        with db.change() as conn:
             queue = catalog.get(conn, name)
             if not (queue.fifo or queue.dead_letter_queue is not None):
                 # The common case: one claim statement, atomic without an explicit transaction.

@@ -1,6 +1,7 @@
 """Power loss, modelled as a copy of the files taken at an instant.
 
-Producers (sends and batches, no deletes) run with ``durability="full"``.  At
+Producers (sends and batches, no deletes) run with ``durability="full"``, one
+process of them as four threads on one broker (group commit).  At
 random moments every one of them is frozen with SIGSTOP, the journals are
 read and the database, its ``-wal`` and ``-shm`` are copied, and they go on
 (SIGCONT).  Each copy must open, pass ``PRAGMA integrity_check`` and hold
@@ -94,6 +95,16 @@ def power_loss_run(
                 pause=(0.0, 0.01),
                 queues=[{"name": STANDARD, "groups": None}, {"name": FIFO, "groups": GROUPS}],
             )
+        # Four producer threads on one broker: frozen while their writes share transactions.
+        fleet.add(
+            "threads-0",
+            role="producers",
+            shared=True,
+            producers=4,
+            db=str(db),
+            pause=(0.0, 0.01),
+            queues=[{"name": STANDARD, "groups": None}, {"name": FIFO, "groups": GROUPS}],
+        )
         figures: Counter[str] = Counter()
         for number in range(snapshots):
             time.sleep(rng.uniform(*every))

@@ -10,10 +10,12 @@ cleanly closes its broker (writing its counters) before journaling ``stop``.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +39,52 @@ def _running(config: Config) -> bool:
     return "until" not in config or time.time() < config["until"]
 
 
-def open_broker(config: Config) -> durableq.Broker:
+def open_broker(config: Config) -> AbstractContextManager[durableq.Broker]:
+    """The broker of this role: its own, or the one its process shares between threads (``broker``)."""
+    shared = config.get("broker")
+    if shared is not None:
+        return contextlib.nullcontext(shared)
     return durableq.open(config["db"], durability=config.get("durability", "full"))
+
+
+def _threads(
+    config: Config, journal: Journal, roles: list[tuple[Callable[[Config, Journal], None], Config]]
+) -> None:
+    """Run roles as threads of this process; with ``shared`` they all use one broker, so their
+    writes meet in its group commit (with a broker each, they never do)."""
+    with contextlib.ExitStack() as stack:
+        if config.get("shared"):
+            broker = stack.enter_context(
+                durableq.open(config["db"], durability=config.get("durability", "full"))
+            )
+            roles = [(function, {**role_config, "broker": broker}) for function, role_config in roles]
+        threads = [
+            threading.Thread(target=function, args=(role_config, journal)) for function, role_config in roles
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+
+def _producers(config: Config) -> list[tuple[Callable[[Config, Journal], None], Config]]:
+    """``producers`` producer roles (default 1), each with bodies and a seed of its own;
+    only the first sends again what a killed predecessor left unfinished."""
+    count = config.get("producers", 1)
+    if count == 1:
+        return [(producer, config)]
+    return [
+        (
+            producer,
+            {
+                **config,
+                "tag": f"p{i}",
+                "seed": config["seed"] * 1000 + i,
+                "retry": config.get("retry", []) if i == 0 else [],
+            },
+        )
+        for i in range(count)
+    ]
 
 
 def journaled_queue(broker: durableq.Broker, journal: Journal, name: str, config: Config) -> JournaledQueue:
@@ -87,7 +133,7 @@ def producer(config: Config, journal: Journal) -> None:
     queue must then hold each of those messages exactly once.
     """
     rng = random.Random(config["seed"])
-    tag = Path(config["journal"]).stem
+    tag = Path(config["journal"]).stem + config.get("tag", "")
     low, high = config.get("pause", (0.0, 0.02))
     with open_broker(config) as broker:
         queues = {
@@ -173,12 +219,15 @@ def worker(config: Config, journal: Journal) -> None:
 
 @role
 def mixed(config: Config, journal: Journal) -> None:
-    """A producer and one consumer per queue, as threads of one process."""
-    threads = [threading.Thread(target=producer, args=(config, journal))]
+    """``producers`` producers (default 1) and one consumer per queue, as threads of one process
+    (each with a broker of its own, or with ``shared`` one broker for all)."""
+    roles = _producers(config)
     for index, spec in enumerate(config["queues"]):
-        consumer_config = {**config, "queue": spec["name"], "seed": config["seed"] * 100 + index}
-        threads.append(threading.Thread(target=consumer, args=(consumer_config, journal)))
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+        roles.append((consumer, {**config, "queue": spec["name"], "seed": config["seed"] * 100 + index}))
+    _threads(config, journal, roles)
+
+
+@role
+def producers(config: Config, journal: Journal) -> None:
+    """``producers`` producers as threads of one process (``shared``: on one broker)."""
+    _threads(config, journal, _producers(config))

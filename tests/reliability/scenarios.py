@@ -115,9 +115,13 @@ def concurrency_run(folder: Path, rng: random.Random, seconds: float, processes:
         queues = [{"name": STANDARD, "groups": None}, {"name": FIFO, "groups": GROUPS}]
         for number in range(processes):
             # Every message is deleted or released (never left to time out), so no delete comes late.
+            # The first process runs three producers and the consumers on one broker: their
+            # writes are group-committed together (the others each have a broker per thread).
+            shared = {"shared": True, "producers": 3} if number == 0 else {}
             fleet.add(
                 f"mixed-{number}",
                 role="mixed",
+                **shared,
                 db=str(db),
                 queues=queues,
                 until=until,

@@ -40,11 +40,12 @@ BUSY_TIMEOUT = 10.0
 TIDY_EVERY = 100
 
 #: Order in which systems take turns inside a round.
-ALL_SYSTEMS = ("floor", "durableq", "persistqueue", "litequeue")
+ALL_SYSTEMS = ("minimal", "floor", "durableq", "persistqueue", "litequeue")
 PEERS = {"persistqueue": "persist-queue", "litequeue": "litequeue"}  # import name -> distribution
 
 #: What "durability=normal/full" means for each system, for the report.
 DURABILITY = {
+    "minimal": {"normal": "WAL, synchronous=NORMAL", "full": "WAL, synchronous=FULL"},
     "floor": {"normal": "WAL, synchronous=NORMAL", "full": "WAL, synchronous=FULL"},
     "durableq": {"normal": "WAL, synchronous=NORMAL", "full": "WAL, synchronous=FULL"},
     "persistqueue": {
@@ -57,6 +58,10 @@ DURABILITY = {
     },
 }
 SEMANTICS = {
+    "minimal": (
+        "the least a correct queue does: INSERT; one UPDATE … RETURNING claim (visibility, receive count, "
+        "fresh handle); DELETE by id and handle; a schema of its own (bench/minimal.py)"
+    ),
     "floor": "the statements only: no validation, no Message objects, no counters",
     "durableq": "SQS semantics: visibility timeout, receipt handles, retention, counters",
     "persistqueue": (
@@ -77,7 +82,7 @@ def missing(name: str) -> str | None:
 
 
 def version(name: str) -> str:
-    if name == "floor":
+    if name in ("floor", "minimal"):
         return f"SQLite {sqlite3.sqlite_version}"
     distribution = PEERS.get(name, "durableq")
     try:
@@ -341,7 +346,10 @@ class LiteQueue(_Peer):
         self._q.close()
 
 
+from .minimal import Minimal  # noqa: E402 - it builds on Adapter, defined above
+
 _ADAPTERS: dict[str, type[Adapter]] = {
+    "minimal": Minimal,
     "floor": Floor,
     "durableq": DurableQ,
     "persistqueue": PersistQueue,

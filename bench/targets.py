@@ -1,4 +1,4 @@
-"""The targets of issue 8, judged against the measured values."""
+"""The targets of issues 8 and 15, judged against the measured values."""
 
 from __future__ import annotations
 
@@ -56,11 +56,47 @@ class _Results:
         return result.cases() if result else []
 
 
-def _vs_floor(results: _Results, key: str, case: str, goal: float) -> Target:
-    r = results.ratio(key, case, "durableq", "floor", "throughput")
-    name = f"{key} {case}: durableq ≥ {goal:g}× floor"
-    wanted = f"≥ {goal:g}× floor throughput"
-    return Target(name, wanted, "—" if r is None else f"{r:.3f}× floor", None if r is None else r >= goal)
+def _vs_floor(
+    results: _Results,
+    key: str,
+    case: str,
+    goal: float,
+    reference: str = "floor",
+    system: str = "durableq",
+    metric: str = "throughput",
+) -> Target:
+    r = results.ratio(key, case, system, reference, metric)
+    name = f"{key} {case}: {system} ≥ {goal:g}× {reference}"
+    wanted = f"≥ {goal:g}× {reference} {metric}"
+    return Target(
+        name, wanted, "—" if r is None else f"{r:.3f}× {reference}", None if r is None else r >= goal
+    )
+
+
+def _fifo_receive(results: _Results, limit: float) -> Target:
+    """W8: a FIFO receive's p50 at most ``limit`` times a standard receive's."""
+    name = f"W8: FIFO receive ≤ {limit:g}× a standard receive"
+    cases = results.cases("W8")
+    fifo = results.value("W8", cases[0], "fifo", "receive p50") if cases else None
+    standard = results.value("W8", cases[0], "standard", "receive p50") if cases else None
+    if fifo is None or standard is None:
+        return Target(name, f"receive p50 ≤ {limit:g}× standard", "—", None)
+    return Target(
+        name,
+        f"receive p50 ≤ {limit:g}× standard",
+        f"{fifo / standard:.2f}× ({fifo:.0f} vs {standard:.0f} µs)",
+        fifo / standard <= limit,
+    )
+
+
+def _thread_scaling(results: _Results, goal: float) -> Target:
+    """W10: the most threads at durability full against one thread, both durableq."""
+    name = f"W10 durability=full: 8 threads ≥ {goal:g}× 1 thread (group commit)"
+    one = results.value("W10", "durability=full, 1 thread", "durableq", "throughput")
+    many = results.value("W10", "durability=full, 8 threads", "durableq", "throughput")
+    if one is None or many is None:
+        return Target(name, f"≥ {goal:g}× one thread's throughput", "—", None)
+    return Target(name, f"≥ {goal:g}× one thread's throughput", f"{many / one:.2f}×", many / one >= goal)
 
 
 def _ahead_of_peers(results: _Results) -> Target:
@@ -119,6 +155,17 @@ def evaluate(workload_results: list[WorkloadResult]) -> list[Target]:
         ),
         lambda: _growth(
             results, "W7", "peak RSS", "MiB", FLAT_MEMORY, "W7: consumer memory flat in the backlog"
+        ),
+        # Issue 15 (throughput); "minimal" is the least a correct queue does (bench/minimal.py).
+        lambda: _vs_floor(results, "W1", "durability=normal", 0.7, reference="minimal"),
+        lambda: _vs_floor(results, "W2", "durability=normal", 0.6, reference="minimal"),
+        lambda: _thread_scaling(results, 5),
+        lambda: _vs_floor(results, "W10", "durability=full, 1 thread", 0.95, "durableq, no grouping"),
+        lambda: _vs_floor(results, "W11", "durability=full", 0.8, "send_batch", "BufferedQueue"),
+        lambda: _fifo_receive(results, 1.5),
+        lambda: _below(results, "W6", "wake-up p99", 2, "ms", "W6: long-poll wake-up p99 < 2 ms"),
+        lambda: _below(
+            results, "W6", "idle long-poll CPU", 0.5, "% of one core", "W6: idle long-poller < 0.5% of a core"
         ),
     ]
     return [check() for check in checks]

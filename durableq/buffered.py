@@ -26,6 +26,8 @@ from .ops import validation
 from .queue import Queue
 from .types import AttributeInput, BatchResult, BatchSuccess, Message, SendEntry, SendResult
 
+#: A buffered send's arguments: body, delay, attributes, group, deduplication id, trace header.
+_SendCall = tuple[str, int | None, Mapping[str, AttributeInput] | None, str | None, str | None, str | None]
 T = TypeVar("T")  # what one buffered call's future holds
 C = TypeVar("C")  # one buffered call, as its batch takes it
 
@@ -60,9 +62,10 @@ class BufferedQueue:
         self._prefetch = prefetch
         self._closed = False
         self._wake = threading.Condition()
-        self._sends = _Outbox[SendEntry, SendResult](max_batch, max_wait, self._send_batch, self._wake)
-        self._deletes = _Outbox[str, None](max_batch, max_wait, self._delete_batch, self._wake)
-        self._changes = _Outbox[tuple[str, int], None](max_batch, max_wait, self._change_batch, self._wake)
+        self._timer_idle = False  # the timer waits with no deadline (guarded by _wake)
+        self._sends = _Outbox[_SendCall, SendResult](max_batch, max_wait, self._send_batch, self._started)
+        self._deletes = _Outbox[str, None](max_batch, max_wait, self._delete_batch, self._started)
+        self._changes = _Outbox[tuple[str, int], None](max_batch, max_wait, self._change_batch, self._started)
         self._outboxes: tuple[_Outbox[Any, Any], ...] = (self._sends, self._deletes, self._changes)
         self._inbox: deque[tuple[Message, int]] = deque()  # (message, broker time it stops being ours)
         self._inbox_lock = threading.Lock()
@@ -92,16 +95,9 @@ class BufferedQueue:
     ) -> Future[SendResult]:
         """Buffer a send (the arguments of ``Queue.send``); the future holds its SendResult,
         or the error that send alone would have raised."""
-        entry = SendEntry(
-            "0",  # numbered when its batch is made
-            body,
-            delay_seconds=delay_seconds,
-            attributes=attributes,
-            group_id=group_id,
-            deduplication_id=deduplication_id,
-            trace_header=trace_header,
-        )
-        return self._add(self._sends, entry)
+        # Kept as arguments: the SendEntry is made once, numbered, when its batch leaves.
+        call = (body, delay_seconds, attributes, group_id, deduplication_id, trace_header)
+        return self._add(self._sends, call)
 
     def delete(self, receipt_handle: str) -> Future[None]:
         """Buffer a delete."""
@@ -199,20 +195,31 @@ class BufferedQueue:
                     finally:
                         self._wake.acquire()
                     continue
+                self._timer_idle = not pending
                 self._wake.wait(min(pending) - now if pending else None)
+                self._timer_idle = False
+
+    def _started(self) -> None:
+        """An outbox got its first call: wake the timer if it waits for nothing.  A timer that
+        waits for a deadline needs no word: every new deadline is later than the ones it knows
+        (the same ``max_wait`` for all), and it looks again when it wakes."""
+        with self._wake:
+            if self._timer_idle:
+                self._wake.notify()
 
     # -- the batches ---------------------------------------------------------------------
 
-    def _send_batch(self, entries: list[SendEntry]) -> list[SendResult | DurableQError]:
+    def _send_batch(self, calls: list[_SendCall]) -> list[SendResult | DurableQError]:
+        entries = [_entry(i, call) for i, call in enumerate(calls)]
         try:
-            result = self.queue.send_batch([_numbered(entry, i) for i, entry in enumerate(entries)])
+            result = self.queue.send_batch(entries)
         except BatchRequestTooLong:  # together over the size limit: each on its own, in order
-            return [self._send_alone(entry) for entry in entries]
+            return [self._send_alone(_entry(0, call)) for call in calls]
         return _by_id(result, len(entries), _sent)
 
     def _send_alone(self, entry: SendEntry) -> SendResult | DurableQError:
         try:
-            return _by_id(self.queue.send_batch([_numbered(entry, 0)]), 1, _sent)[0]
+            return _by_id(self.queue.send_batch([entry]), 1, _sent)[0]
         except DurableQError as exc:
             return exc
 
@@ -235,12 +242,12 @@ class _Outbox(Generic[C, T]):
         max_batch: int,
         max_wait: float,
         send: Callable[[list[C]], Sequence[T | DurableQError]],
-        wake: threading.Condition,
+        started: Callable[[], None],
     ) -> None:
         self._max_batch = max_batch
         self._max_wait = max_wait
         self._send = send
-        self._wake = wake
+        self._started = started
         self._items: list[tuple[C, Future[T]]] = []
         self._since: float | None = None  # when the oldest buffered call was made
         self._lock = threading.Lock()
@@ -257,8 +264,7 @@ class _Outbox(Generic[C, T]):
         if full:
             self.flush()  # in the caller's thread: no hand-off, and a caller faster than the file waits
         elif first:
-            with self._wake:
-                self._wake.notify()  # the timer learns the new deadline
+            self._started()
         return future
 
     def due(self) -> float | None:
@@ -294,15 +300,16 @@ def _resolve(
             future.set_result(outcome)
 
 
-def _numbered(entry: SendEntry, number: int) -> SendEntry:
+def _entry(number: int, call: _SendCall) -> SendEntry:
+    body, delay_seconds, attributes, group_id, deduplication_id, trace_header = call
     return SendEntry(
         str(number),
-        entry.body,
-        delay_seconds=entry.delay_seconds,
-        attributes=entry.attributes,
-        group_id=entry.group_id,
-        deduplication_id=entry.deduplication_id,
-        trace_header=entry.trace_header,
+        body,
+        delay_seconds=delay_seconds,
+        attributes=attributes,
+        group_id=group_id,
+        deduplication_id=deduplication_id,
+        trace_header=trace_header,
     )
 
 

@@ -1,7 +1,7 @@
 """The minimal floor: the least a correct queue must do per message, in plain ``sqlite3``.
 
 Its own two-line schema (no queue id, attributes, groups, counters or
-secrets): a send is one INSERT; a receive is one ``UPDATE … RETURNING`` claim
+secrets; ids never reused): a send is one INSERT; a receive is one ``UPDATE … RETURNING`` claim
 that sets the visibility deadline, counts the receive and issues a fresh
 handle; a delete is one DELETE by id and handle.  WAL, the same synchronous
 setting as the others.  Where durableq's own-statement floor (``floor``)
@@ -21,7 +21,9 @@ from .systems import BUSY_TIMEOUT, Adapter, Received
 
 VISIBILITY_MS = 30_000
 _SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS messages (id INTEGER PRIMARY KEY, body TEXT NOT NULL, "
+    # AUTOINCREMENT: a message's id is never given to another one (SQLite would reuse the highest id
+    # after its row is deleted), so the id can be the message's identity.
+    "CREATE TABLE IF NOT EXISTS messages (id INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT NOT NULL, "
     "visible_at INTEGER NOT NULL, receive_count INTEGER NOT NULL DEFAULT 0, handle TEXT)",
     "CREATE INDEX IF NOT EXISTS messages_visible ON messages (visible_at)",
 )

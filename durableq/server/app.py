@@ -18,6 +18,7 @@ from durableq.errors import DurableQError
 
 from . import errors, guard
 from .dispatch import Dispatcher, Exchange, PendingReceive, error, protocol_of
+from .metrics import Metrics
 from .pool import BoundedPool, PoolBusy
 from .settings import Bounds
 from .wire import Headers, Request, Response
@@ -30,6 +31,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 HEALTH_PATH = "/health"
+METRICS_PATH = "/metrics"
 
 
 class ClientGone(Exception):
@@ -54,6 +56,7 @@ class SQSApp:
         self._connections = connections
         self._polls: set[asyncio.Task[list[Any]]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._metrics = Metrics(dispatcher.broker, self._state)
 
     @property
     def waiting_receives(self) -> int:
@@ -102,6 +105,9 @@ class SQSApp:
             guard.check_browser(headers, self._hosts)
             if path == HEALTH_PATH and method == "GET":
                 return await self._health()
+            if path == METRICS_PATH and method == "GET":
+                body = await self._run(self._metrics.render)
+                return Response(200, body, {"Content-Type": self._metrics.content_type})
             if method not in ("GET", "POST"):
                 raise errors.WireError(
                     "MethodNotAllowed", f"the endpoint takes GET and POST, not {method[:20]}", status=405
@@ -175,15 +181,18 @@ class SQSApp:
             raise pending.failed(exc) from exc
         return pending.respond(messages)
 
-    async def _health(self) -> Response:
-        """``GET /health``: the process serves and its pool takes work (for process managers)."""
-        await self._run(int)  # a no-op through the pool: 503 if it is full
-        body = {
-            "status": "ok",
+    def _state(self) -> dict[str, int]:
+        """The endpoint's own figures, for /health and /metrics."""
+        return {
             "connections": self._connections(),
             "waiting_receives": len(self._polls),
             "pool_outstanding": self._pool.outstanding,
         }
+
+    async def _health(self) -> Response:
+        """``GET /health``: the process serves and its pool takes work (for process managers)."""
+        await self._run(int)  # a no-op through the pool: 503 if it is full
+        body = {"status": "ok", **self._state()}
         return Response(200, json.dumps(body).encode(), {"Content-Type": "application/json"})
 
 

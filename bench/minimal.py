@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .systems import BUSY_TIMEOUT, Adapter, Received
+from .systems import BUSY_TIMEOUT, Adapter, Received, in_transaction
 
 VISIBILITY_MS = 30_000
 _SCHEMA = (
@@ -48,15 +48,6 @@ class Minimal(Adapter):
         for statement in _SCHEMA:
             self._conn.execute(statement)
 
-    def _in_transaction(self, sql: str, params: Sequence[Sequence[Any]]) -> None:
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            self._conn.executemany(sql, params)
-            self._conn.execute("COMMIT")
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-
     def send(self, body: str) -> None:
         self._conn.execute(_INSERT, (body, _now_ms()))
 
@@ -69,14 +60,14 @@ class Minimal(Adapter):
 
     def send_batch(self, bodies: Sequence[str]) -> None:
         now = _now_ms()
-        self._in_transaction(_INSERT, [(body, now) for body in bodies])
+        in_transaction(self._conn, _INSERT, [(body, now) for body in bodies])
 
     def receive_batch(self, limit: int) -> list[Received]:
         params = {"now": _now_ms(), "timeout": VISIBILITY_MS, "limit": limit}
         return [Received(str(row[0]), (row[0], row[1])) for row in self._conn.execute(_CLAIM, params)]
 
     def delete_batch(self, tokens: Sequence[Any]) -> None:
-        self._in_transaction(_DELETE, list(tokens))
+        in_transaction(self._conn, _DELETE, list(tokens))
 
     def close(self) -> None:
         self._conn.close()

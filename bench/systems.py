@@ -152,6 +152,18 @@ _RETURNED = [name.strip() for name in COLUMNS.split(",")]
 _MESSAGE_ID, _RECEIPT_HANDLE = _RETURNED.index("message_id"), _RETURNED.index("receipt_handle")
 
 
+def in_transaction(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> None:
+    """``executemany`` in one transaction; like durableq's batch paths, ``BEGIN IMMEDIATE`` takes
+    the write lock up front."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.executemany(sql, params)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -189,16 +201,6 @@ class Floor(Adapter):
         queue_id, row, secret, _nonce = handle.split(".")
         return {"row": int(row), "secret": secret, "queue_id": int(queue_id)}
 
-    def _in_transaction(self, sql: str, params: list[dict[str, Any]]) -> None:
-        # durableq's batch paths take the write lock up front with BEGIN IMMEDIATE.
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            self._conn.executemany(sql, params)
-            self._conn.execute("COMMIT")
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-
     def send(self, body: str) -> None:
         self._conn.execute(_INSERT, self._insert_params(body))
 
@@ -210,7 +212,7 @@ class Floor(Adapter):
         self._conn.execute(_DELETE_ANY_HANDLE, self._delete_params(token))
 
     def send_batch(self, bodies: Sequence[str]) -> None:
-        self._in_transaction(_INSERT, [self._insert_params(body) for body in bodies])
+        in_transaction(self._conn, _INSERT, [self._insert_params(body) for body in bodies])
 
     def receive_batch(self, limit: int) -> list[Received]:
         params = {
@@ -224,7 +226,7 @@ class Floor(Adapter):
         return [Received(row[_MESSAGE_ID], row[_RECEIPT_HANDLE]) for row in rows]
 
     def delete_batch(self, tokens: Sequence[Any]) -> None:
-        self._in_transaction(_DELETE_ANY_HANDLE, [self._delete_params(handle) for handle in tokens])
+        in_transaction(self._conn, _DELETE_ANY_HANDLE, [self._delete_params(handle) for handle in tokens])
 
     def close(self) -> None:
         self._conn.close()

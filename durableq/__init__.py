@@ -45,6 +45,7 @@ from .errors import (
 from .queue import Queue
 from .types import (
     Attribute,
+    AuditEvent,
     BatchFailure,
     BatchResult,
     BatchSuccess,
@@ -64,6 +65,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Attribute",
+    "AuditEvent",
     "BatchEntryIdsNotDistinct",
     "BatchFailure",
     "BatchRequestTooLong",

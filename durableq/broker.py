@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -14,10 +15,10 @@ from .engines.migrate import ensure_schema
 from .engines.sqlite import Database, prepare_file
 from .errors import InvalidParameterValue
 from .limits import DEFAULT, _Default
-from .ops import queue_rows, settings, validation
+from .ops import audit, queue_rows, settings, validation
 from .ops.runtime import Runtime
 from .queue import Queue
-from .types import MoveTask, RedriveAllowPolicy, RedrivePolicy
+from .types import AuditEvent, MoveTask, RedriveAllowPolicy, RedrivePolicy
 
 
 def open(
@@ -59,6 +60,10 @@ class Broker:
         self._rt = runtime
 
     @property
+    def _audit_target(self) -> tuple[Database, Callable[[], int]]:
+        return self._rt.db, self._rt.now_ms
+
+    @property
     def path(self) -> Path:
         return self._rt.db.path
 
@@ -98,8 +103,10 @@ class Broker:
 
     # -- queues -----------------------------------------------------------------
 
+    @audit.audited("CreateQueue", lambda self, name=None, *args, **kwargs: name)
     def create_queue(
         self,
+        /,
         name: str,
         *,
         fifo: bool = False,
@@ -151,6 +158,7 @@ class Broker:
             )
             if created and checked_tags:
                 queue_rows.set_tags(conn, queue, checked_tags)
+            audit.record(conn, self._rt.now_ms(), "CreateQueue", name, detail={"created": created})
         return Queue(self._rt, name, fifo)
 
     def get_queue(self, name: str) -> Queue:
@@ -165,11 +173,13 @@ class Broker:
         with self._rt.db.read() as conn:
             return queue_rows.list_names(conn, prefix)
 
+    @audit.audited("DeleteQueue", lambda self, name=None, *args, **kwargs: name)
     def delete_queue(self, name: str) -> None:
         """Delete a queue and its messages; the name can be used again at once."""
         validation.queue_name(name)
         with self._rt.db.write() as conn:
             queue_rows.delete(conn, queue_rows.load(conn, name))
+            audit.record(conn, self._rt.now_ms(), "DeleteQueue", name)
         self._rt.catalog.forget(name)
 
     def dead_letter_source_queues(self, name: str) -> list[str]:
@@ -181,6 +191,7 @@ class Broker:
 
     # -- message move tasks -----------------------------------------------------
 
+    @audit.audited("StartMessageMoveTask", lambda self, source=None, *args, **kwargs: source)
     def start_message_move(
         self, source: str, destination: str | None = None, max_per_second: int | None = None
     ) -> MoveTask:
@@ -194,9 +205,31 @@ class Broker:
         """The message move tasks of ``source``, newest first."""
         return self._rt.moves.list(source)
 
+    @audit.audited("CancelMessageMoveTask", lambda self, *args, **kwargs: None)
     def cancel_message_move(self, task_handle: str) -> MoveTask:
         """Ask a running task to stop; it moves nothing more after its current batch."""
         return self._rt.moves.cancel(task_handle)
+
+    def audit(
+        self,
+        *,
+        queue: str | None = None,
+        since: datetime | None = None,
+        after: int | None = None,
+        limit: int = limits.DEFAULT_AUDIT_LIMIT,
+    ) -> list[AuditEvent]:
+        """The audit trail, oldest first: management calls (create, delete, attributes, purge,
+        tags, permissions, move tasks) with their time, process, OS user and outcome.
+        ``queue``: only that queue's; ``since``: from that time on; ``after``: events whose
+        ``event_id`` is above it (to resume); at most ``limit`` (1-100,000)."""
+        if queue is not None:
+            validation.text("queue", queue)
+        start = None if since is None else validation.moment("since", since)
+        if after is not None:
+            validation.integer("after", after, 0, limits.MAX_EVENT_ID, "(an event_id)")
+        validation.integer("limit", limit, 1, limits.MAX_AUDIT_LIMIT, "events")
+        with self._rt.db.read() as conn:
+            return audit.events(conn, queue, start, after, limit)
 
     def wait_for_message_move(self, task_handle: str, timeout: float | None = None) -> None:
         """Block until a task started by this broker has ended (or ``timeout`` seconds pass)."""

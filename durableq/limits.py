@@ -160,6 +160,12 @@ LONG_POLL_RETRY = 0.1
 #: Expired messages are swept from a queue at most this often (broker clock).
 RETENTION_SWEEP_INTERVAL = 1.0
 
+# The audit trail (Broker.audit, `durableq audit`).
+DEFAULT_AUDIT_LIMIT = 1_000
+MAX_AUDIT_LIMIT = 100_000
+#: Event ids are SQLite row ids: 64-bit.
+MAX_EVENT_ID = 2**63 - 1
+
 # The buffered client (durableq.BufferedQueue).
 #: A partial batch leaves this long after its first call (AWS's buffered client: 200 ms).
 DEFAULT_BUFFER_WAIT = 0.2

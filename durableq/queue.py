@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
 from . import limits
+from .engines.sqlite import Database
 from .errors import BatchRequestTooLong, DurableQError, InvalidParameterValue
-from .ops import batch, peek, permissions, queue_rows, send, settings, stats, validation, visibility
+from .ops import audit, batch, peek, permissions, queue_rows, send, settings, stats, validation, visibility
 from .ops.counters import PURGED
 from .ops.runtime import Runtime
 from .types import (
@@ -25,6 +26,11 @@ from .types import (
     SendEntry,
     SendResult,
 )
+
+
+def _this_queue(queue: Queue, *args: object, **kwargs: object) -> str:
+    """The queue an audited method of a Queue acts on: its own."""
+    return queue._name
 
 
 class Queue:
@@ -58,6 +64,10 @@ class Queue:
         statement, atomic by itself; on a FIFO queue the group rows change too."""
         return self._rt.db.write() if self._fifo else self._rt.db.change()
 
+    @property
+    def _audit_target(self) -> tuple[Database, Callable[[], int]]:
+        return self._rt.db, self._rt.now_ms
+
     def _fresh(self, conn: sqlite3.Connection) -> queue_rows.QueueConfig:
         """The queue row as of now (inside a transaction: as of that transaction)."""
         return self._rt.catalog.get(conn, self._name, fresh=True)
@@ -67,10 +77,13 @@ class Queue:
         with self._rt.db.statement() as conn:
             return settings.attributes(self._fresh(conn))
 
-    def set_attributes(self, **changes: Any) -> None:
+    @audit.audited("SetQueueAttributes", _this_queue)
+    def set_attributes(self, /, **changes: Any) -> None:
         """Change settings (the keyword names of ``create_queue``, except ``fifo`` and ``tags``)."""
         with self._rt.db.write() as conn:
-            settings.update(conn, self._fresh(conn), changes, self._rt.now_ms())
+            now = self._rt.now_ms()
+            settings.update(conn, self._fresh(conn), changes, now)
+            audit.record(conn, now, "SetQueueAttributes", self._name, detail={"attributes": sorted(changes)})
         self._rt.catalog.forget(self._name)
 
     def stats(self) -> QueueStats:
@@ -83,7 +96,7 @@ class Queue:
 
     def metrics(self, since: datetime | None = None) -> list[MinuteMetrics]:
         """Per-minute counters (sent, received, deleted, moved, expired, empty receives), oldest first."""
-        start = 0 if since is None else int(since.timestamp() * 1000)
+        start = 0 if since is None else validation.moment("since", since)
         self._rt.counters.flush()  # so this process sees its own latest counts
         with self._rt.db.read() as conn:
             return stats.minute_metrics(conn, self._fresh(conn), start)
@@ -96,43 +109,55 @@ class Queue:
         with self._rt.db.read() as conn:
             return peek.peek(conn, self._fresh(conn), state, limit, self._rt.now_ms())
 
+    @audit.audited("AddPermission", _this_queue)
     def add_permission(
         self, label: str, account_ids: Sequence[str], actions: Sequence[str], *, resource: str | None = None
     ) -> None:
         """Add a statement to the queue's access policy (kept for SQS clients, not enforced)."""
         with self._rt.db.write() as conn:
             queue = self._fresh(conn)
-            permissions.add(
-                conn, queue, label, account_ids, actions, resource or queue.name, self._rt.now_ms()
-            )
+            now = self._rt.now_ms()
+            permissions.add(conn, queue, label, account_ids, actions, resource or queue.name, now)
+            audit.record(conn, now, "AddPermission", self._name, detail={"label": label})
         self._rt.catalog.forget(self._name)
 
+    @audit.audited("RemovePermission", _this_queue)
     def remove_permission(self, label: str) -> None:
         """Remove the access-policy statement named ``label``."""
         with self._rt.db.write() as conn:
-            permissions.remove(conn, self._fresh(conn), label, self._rt.now_ms())
+            now = self._rt.now_ms()
+            permissions.remove(conn, self._fresh(conn), label, now)
+            audit.record(conn, now, "RemovePermission", self._name, detail={"label": label})
         self._rt.catalog.forget(self._name)
 
+    @audit.audited("PurgeQueue", _this_queue)
     def purge(self) -> None:
         """Remove every message, in every state, and forget FIFO deduplication ids."""
         rt = self._rt
         with rt.db.write() as conn:
             now = rt.now_ms()
             purged = queue_rows.purge(conn, self._fresh(conn))
+            audit.record(conn, now, "PurgeQueue", self._name, detail={"purged": purged})
         if purged:
             rt.counters.add(self._name, now, PURGED, purged)
 
     # -- tags -------------------------------------------------------------------
 
-    def tag(self, **tags: str) -> None:
+    @audit.audited("TagQueue", _this_queue)
+    def tag(self, /, **tags: str) -> None:
         """Add or replace tags (key 1-128 characters, value 0-256, at most 50 per queue)."""
         with self._rt.db.write() as conn:
             queue_rows.set_tags(conn, self._fresh(conn), tags)
+            audit.record(conn, self._rt.now_ms(), "TagQueue", self._name, detail={"keys": sorted(tags)})
 
+    @audit.audited("UntagQueue", _this_queue)
     def untag(self, *keys: str) -> None:
         """Remove tags; keys that are not there are ignored."""
         with self._rt.db.write() as conn:
             queue_rows.remove_tags(conn, self._fresh(conn), keys)
+            audit.record(
+                conn, self._rt.now_ms(), "UntagQueue", self._name, detail={"keys": sorted(map(str, keys))}
+            )
 
     def tags(self) -> dict[str, str]:
         """The queue's tags."""

@@ -6,10 +6,12 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 __all__ = [
     "Attribute",
     "AttributeInput",
+    "AuditEvent",
     "BatchFailure",
     "BatchResult",
     "BatchSuccess",
@@ -214,6 +216,20 @@ class RedriveAllowPolicy:
     def __post_init__(self) -> None:
         # Accept any iterable of names but keep the object hashable and comparable.
         object.__setattr__(self, "source_queues", tuple(self.source_queues))
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEvent:
+    """One management call made on the file (``Broker.audit``): who, when, what, and how it ended."""
+
+    event_id: int  # only grows: a reader can resume after the last one it saw
+    at: datetime
+    pid: int
+    user: str  # the OS user of the process that made the call
+    action: str  # SQS's name of the call: CreateQueue, SetQueueAttributes, PurgeQueue, ...
+    queue: str | None
+    outcome: str  # "OK", or the code of the error the call raised
+    detail: dict[str, Any]  # what the call changed: attribute names, tag keys, a task handle, ...
 
 
 @dataclass(frozen=True, slots=True)

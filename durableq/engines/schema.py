@@ -116,6 +116,24 @@ queue_metrics = Table(
     sqlite_with_rowid=False,
 )
 
+# The management calls made on the file, always kept (revision 0004): the CloudTrail analogue.
+audit_events = Table(
+    "audit_events",
+    metadata,
+    # AUTOINCREMENT: ids only grow, so "after event N" is a checkpoint a reader can keep.
+    Column("id", Integer, primary_key=True),
+    Column("at", BigInteger, nullable=False),  # broker clock, epoch ms
+    Column("pid", Integer, nullable=False),
+    Column("user", Text, nullable=False),  # the OS user of the process
+    Column("action", Text, nullable=False),  # SQS's name: CreateQueue, PurgeQueue, ...
+    Column("queue", Text),
+    Column("outcome", Text, nullable=False),  # "OK" or the error's code
+    Column("detail", Text),  # JSON: what changed (attribute names, tag keys, a task handle, ...)
+    Index("ix_audit_events_queue", "queue", "at"),
+    Index("ix_audit_events_at", "at"),
+    sqlite_autoincrement=True,
+)
+
 message_moves = Table(
     "message_moves",
     metadata,

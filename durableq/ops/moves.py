@@ -21,7 +21,7 @@ from .. import limits
 from ..engines.sqlite import Database
 from ..errors import InvalidParameterValue, ResourceNotFoundException
 from ..types import MoveTask, datetime_from_ms
-from . import queue_rows, relocation, validation
+from . import audit, queue_rows, relocation, validation
 from .counters import Counters
 from .queue_rows import QueueConfig
 
@@ -110,6 +110,13 @@ class MoveTasks:
                 ),
             )
             task = self._load(conn, handle)
+            audit.record(
+                conn,
+                self._clock_ms(),
+                "StartMessageMoveTask",
+                source,
+                detail={"task_handle": handle, "destination": destination, "max_per_second": max_per_second},
+            )
         runner = threading.Thread(
             target=self._run, args=(handle,), name=f"durableq-move-{handle[:8]}", daemon=True
         )
@@ -142,6 +149,13 @@ class MoveTasks:
                 )
             conn.execute(
                 "UPDATE message_moves SET status = 'CANCELLING' WHERE task_handle = ?", (task_handle,)
+            )
+            audit.record(
+                conn,
+                self._clock_ms(),
+                "CancelMessageMoveTask",
+                task.source,
+                detail={"task_handle": task_handle},
             )
             return self._load(conn, task_handle)
 

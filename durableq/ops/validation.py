@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 
 from .. import limits
 from ..errors import (
@@ -41,6 +42,16 @@ def integer(
     if not low <= value <= high:
         raise error(f"{name} must be from {low} to {high} {unit}; got {value}")
     return value
+
+
+def moment(name: str, value: object) -> int:
+    """A datetime as epoch milliseconds (a naive one is local time, as ``datetime.timestamp`` has it)."""
+    if not isinstance(value, datetime):
+        raise InvalidParameterValue(f"{name} must be a datetime; got {value!r}")
+    try:
+        return int(value.timestamp() * 1000)
+    except (OverflowError, OSError, ValueError) as exc:  # a year the platform's clock cannot place
+        raise InvalidParameterValue(f"{name} must be a time the clock can place; got {value!r}") from exc
 
 
 def number(name: str, value: object, low: float, high: float, unit: str = "seconds") -> float:

@@ -95,7 +95,7 @@ def test_the_event_commits_with_the_change(db_path: Path) -> None:
             jobs.purge()
         other.execute("ROLLBACK")
         assert [m.body for m in jobs.peek()] == ["kept"]
-        assert [e.action for e in broker.audit()] == ["CreateQueue"]  # the failure could not be written
+        assert [e.action for e in broker.audit()] == ["CreateQueue"]  # the file's trouble is not recorded
 
 
 def test_filters_and_resuming(broker: durableq.Broker, clock: FakeClock) -> None:

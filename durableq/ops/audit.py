@@ -1,9 +1,10 @@
 """The audit trail: one row per management call, the CloudTrail analogue (always on).
 
 A call that succeeds writes its row in its own transaction, so the row and
-the change commit together.  A call that fails writes its row (with the
-error's code) in a transaction after it, as far as the file lets it: a call
-refused because the file is locked or full may leave no row.  Message
+the change commit together.  A call that is refused (a bad argument, a queue
+that does not exist, ...) writes its row, with the error's code, in a
+transaction after it.  A call that fails because of the file itself (damaged,
+locked, full, read-only: a ``DatabaseError``) writes nothing more to it.  Message
 operations (send, receive, delete, ...) are not management calls and write none.
 """
 
@@ -20,7 +21,7 @@ from contextlib import contextmanager
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from ..engines.sqlite import Database
-from ..errors import DurableQError
+from ..errors import DatabaseError, DurableQError
 from ..types import AuditEvent, datetime_from_ms
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,8 @@ def failures(db: Database, clock_ms: Callable[[], int], action: str, queue: obje
     """Around a management call: if it raises a durableq error, record the failure, then re-raise."""
     try:
         yield
+    except DatabaseError:
+        raise  # the file's own trouble (damaged, locked, full, read-only, closed): write nothing more to it
     except DurableQError as exc:
         name = queue if isinstance(queue, str) else None
         try:

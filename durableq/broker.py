@@ -11,8 +11,9 @@ from types import TracebackType
 from typing import Any
 
 from . import limits
+from .engines.files import prepare_file
 from .engines.migrate import ensure_schema
-from .engines.sqlite import Database, prepare_file
+from .engines.sqlite import Database
 from .errors import InvalidParameterValue
 from .limits import DEFAULT, _Default
 from .ops import audit, queue_rows, settings, validation

@@ -24,8 +24,9 @@ from urllib.parse import quote
 
 from .. import limits
 from ..engines.fileformat import SCHEMA_REVISION
+from ..engines.files import identify
 from ..engines.migrate import current
-from ..engines.sqlite import Database, identify, translate
+from ..engines.sqlite import Database, translate
 from ..errors import DatabaseError, NotADurableQDatabase
 from ..types import datetime_from_ms
 from .errors import AnalyticsError

@@ -20,7 +20,8 @@ from filelock import FileLock, Timeout
 
 from ..errors import DatabaseError, DatabaseLocked, InvalidParameterValue, SchemaVersionTooNew
 from .fileformat import SCHEMA_REVISION
-from .sqlite import Database, configure_new, identify, translate, use_wal
+from .files import configure_new, identify, use_wal
+from .sqlite import Database, translate
 
 if TYPE_CHECKING:
     from alembic.config import Config

@@ -123,3 +123,11 @@ def test_filters_and_resuming(broker: durableq.Broker, clock: FakeClock) -> None
 def test_bad_filters_are_refused(broker: durableq.Broker, filters: dict[str, object], words: str) -> None:
     with pytest.raises(durableq.InvalidParameterValue, match=words):
         broker.audit(**filters)  # type: ignore[arg-type]
+
+
+def test_a_refused_name_that_cannot_be_stored_is_recorded_escaped(broker: durableq.Broker) -> None:
+    with pytest.raises(durableq.InvalidParameterValue):
+        broker.delete_queue("bad\ud800name" + "x" * 100)
+    (event,) = broker.audit()
+    assert (event.action, event.outcome) == ("DeleteQueue", "InvalidParameterValue")
+    assert event.queue is not None and event.queue.startswith("bad\\ud800namex")

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
+from .. import limits
 from ..engines.sqlite import Database
 from ..errors import DatabaseError, DurableQError
 from ..types import AuditEvent, datetime_from_ms
@@ -66,10 +67,10 @@ def failures(db: Database, clock_ms: Callable[[], int], action: str, queue: obje
     except DatabaseError:
         raise  # the file's own trouble (damaged, locked, full, read-only, closed): write nothing more to it
     except DurableQError as exc:
-        name = queue if isinstance(queue, str) else None
+        name = _storable(queue[: limits.MAX_QUEUE_NAME_LENGTH]) if isinstance(queue, str) else None
         try:
             with db.write() as conn:
-                record(conn, clock_ms(), action, name[:80] if name else None, exc.code)
+                record(conn, clock_ms(), action, name, exc.code)
         except DurableQError:  # the file itself refuses (locked, full, read-only): the call's error wins
             log.warning(
                 "could not record the failed %s of %r in the audit trail", action, name, exc_info=True
@@ -128,6 +129,11 @@ def events(
         )
         for event_id, at, pid, user, action, queue_name, outcome, detail in rows
     ]
+
+
+def _storable(text: str) -> str:
+    """``text`` as it can be stored: a refused name may hold lone surrogates, kept as ``\\udXXX``."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 _users: dict[int, str] = {}

@@ -27,9 +27,9 @@ from .parsing import UTC_TIME, check_range
 @click.option(
     "--limit",
     type=int,
-    default=limits.DEFAULT_AUDIT_LIMIT,
+    default=limits.DEFAULT_EVENT_LIMIT,
     show_default=True,
-    help=f"At most this many events, 1-{limits.MAX_AUDIT_LIMIT:,}.",
+    help=f"At most this many events, 1-{limits.MAX_EVENT_LIMIT:,}.",
 )
 @json_option
 def audit(queue: str | None, since: datetime | None, after: int | None, limit: int, as_json: bool) -> None:
@@ -41,7 +41,7 @@ def audit(queue: str | None, since: datetime | None, after: int | None, limit: i
       durableq audit
       durableq audit --queue orders --since 7d --json
     """
-    check_range("--limit", limit, 1, limits.MAX_AUDIT_LIMIT, "events")
+    check_range("--limit", limit, 1, limits.MAX_EVENT_LIMIT, "events")
     if after is not None:
         check_range("--after", after, 0, limits.MAX_EVENT_ID, "(an event id)")
     events = open_broker().audit(queue=queue, since=since, after=after, limit=limit)

@@ -120,6 +120,8 @@ class Broker:
         deduplication_scope: str | _Default = DEFAULT,
         redrive_policy: RedrivePolicy | _Default | None = DEFAULT,
         redrive_allow_policy: RedriveAllowPolicy | _Default | None = DEFAULT,
+        history: bool | _Default = DEFAULT,
+        history_retention: int | _Default = DEFAULT,
         tags: Mapping[str, str] | None = None,
         **sqs_settings: Any,
     ) -> Queue:
@@ -127,9 +129,10 @@ class Broker:
 
         Defaults (``durableq.limits``): visibility timeout 30 s, no delay, 4 days of
         retention, no long polling, 256 KiB messages; FIFO queues deduplicate by
-        queue scope and by explicit ids.  Settings not given are not compared
-        with an existing queue, as in SQS.  ``sqs_settings`` takes the settings
-        kept only for SQS clients: ``policy``, ``kms_master_key_id``,
+        queue scope and by explicit ids.  ``history=True`` keeps the queue's message
+        history (``Queue.events``) for ``history_retention`` seconds (default 7 days).
+        Settings not given are not compared with an existing queue, as in SQS.
+        ``sqs_settings`` takes the settings kept only for SQS clients: ``policy``, ``kms_master_key_id``,
         ``kms_data_key_reuse_period``, ``sqs_managed_sse_enabled``,
         ``fifo_throughput_limit``.
         """
@@ -146,6 +149,8 @@ class Broker:
             "deduplication_scope": deduplication_scope,
             "redrive_policy": redrive_policy,
             "redrive_allow_policy": redrive_allow_policy,
+            "history": history,
+            "history_retention": history_retention,
             **sqs_settings,
         }
         checked_tags = validation.tags(tags) if tags else {}
@@ -217,7 +222,7 @@ class Broker:
         queue: str | None = None,
         since: datetime | None = None,
         after: int | None = None,
-        limit: int = limits.DEFAULT_AUDIT_LIMIT,
+        limit: int = limits.DEFAULT_EVENT_LIMIT,
     ) -> list[AuditEvent]:
         """The audit trail, oldest first: management calls (create, delete, attributes, purge,
         tags, permissions, move tasks) with their time, process, OS user and outcome.
@@ -228,7 +233,7 @@ class Broker:
         start = None if since is None else validation.moment("since", since)
         if after is not None:
             validation.integer("after", after, 0, limits.MAX_EVENT_ID, "(an event_id)")
-        validation.integer("limit", limit, 1, limits.MAX_AUDIT_LIMIT, "events")
+        validation.integer("limit", limit, 1, limits.MAX_EVENT_LIMIT, "events")
         with self._rt.db.read() as conn:
             return audit.events(conn, queue, start, after, limit)
 

@@ -41,6 +41,11 @@ DEFAULT_RETENTION_PERIOD = 345_600
 MIN_RETENTION_PERIOD = 60
 MAX_RETENTION_PERIOD = 1_209_600
 
+#: Message history (opt-in per queue): how long its events are kept.
+DEFAULT_HISTORY_RETENTION = 604_800
+MIN_HISTORY_RETENTION = 60
+MAX_HISTORY_RETENTION = 1_209_600
+
 DEFAULT_RECEIVE_WAIT_TIME = 0
 MAX_RECEIVE_WAIT_TIME = 20
 
@@ -160,9 +165,9 @@ LONG_POLL_RETRY = 0.1
 #: Expired messages are swept from a queue at most this often (broker clock).
 RETENTION_SWEEP_INTERVAL = 1.0
 
-# The audit trail (Broker.audit, `durableq audit`).
-DEFAULT_AUDIT_LIMIT = 1_000
-MAX_AUDIT_LIMIT = 100_000
+# Reading events: the audit trail (Broker.audit, `durableq audit`) and message history (Queue.events).
+DEFAULT_EVENT_LIMIT = 1_000
+MAX_EVENT_LIMIT = 100_000
 #: Event ids are SQLite row ids: 64-bit.
 MAX_EVENT_ID = 2**63 - 1
 

@@ -12,7 +12,19 @@ from typing import Any
 from . import limits
 from .engines.sqlite import Database
 from .errors import BatchRequestTooLong, DurableQError, InvalidParameterValue
-from .ops import audit, batch, peek, permissions, queue_rows, send, settings, stats, validation, visibility
+from .ops import (
+    audit,
+    batch,
+    history,
+    peek,
+    permissions,
+    queue_rows,
+    send,
+    settings,
+    stats,
+    validation,
+    visibility,
+)
 from .ops.counters import PURGED
 from .ops.runtime import Runtime
 from .types import (
@@ -20,6 +32,7 @@ from .types import (
     BatchResult,
     BatchSuccess,
     Message,
+    MessageEvent,
     MinuteMetrics,
     PeekedMessage,
     QueueStats,
@@ -101,6 +114,24 @@ class Queue:
         with self._rt.db.read() as conn:
             return stats.minute_metrics(conn, self._fresh(conn), start)
 
+    def events(
+        self,
+        *,
+        since: datetime | None = None,
+        after: int | None = None,
+        limit: int = limits.DEFAULT_EVENT_LIMIT,
+    ) -> list[MessageEvent]:
+        """The queue's message history, oldest first (kept only while the queue's ``history`` is on):
+        sent, received, visibility_changed, deleted, moved_to_dead_letter, moved_out, moved_in, expired,
+        purged.  ``since``: from that time on; ``after``: events whose ``event_id`` is above it (to
+        resume); at most ``limit`` (1-100,000)."""
+        start = None if since is None else validation.moment("since", since)
+        if after is not None:
+            validation.integer("after", after, 0, limits.MAX_EVENT_ID, "(an event_id)")
+        validation.integer("limit", limit, 1, limits.MAX_EVENT_LIMIT, "events")
+        with self._rt.db.read() as conn:
+            return history.events(conn, self._fresh(conn), start, after, limit)
+
     def peek(self, *, state: str | None = None, limit: int = limits.DEFAULT_PEEK) -> list[PeekedMessage]:
         """Look at messages (oldest first) without receiving them: nothing about them changes.
 
@@ -136,7 +167,7 @@ class Queue:
         rt = self._rt
         with rt.db.write() as conn:
             now = rt.now_ms()
-            purged = queue_rows.purge(conn, self._fresh(conn))
+            purged = queue_rows.purge(conn, self._fresh(conn), now)
             audit.record(conn, now, "PurgeQueue", self._name, detail={"purged": purged})
         if purged:
             rt.counters.add(self._name, now, PURGED, purged)

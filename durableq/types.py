@@ -233,6 +233,19 @@ class AuditEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class MessageEvent:
+    """One thing that happened to a message of a queue that keeps history (``Queue.events``)."""
+
+    event_id: int  # only grows, never reused: a reader can resume after the last one it saw
+    at: datetime
+    queue: str
+    event: str  # sent, received, visibility_changed, deleted, moved_to_dead_letter, moved_out, ...
+    message_id: str
+    receive_count: int  # the message's receive count after the event
+    other_queue: str | None = None  # a move's other end: where it went, or where it came from
+
+
+@dataclass(frozen=True, slots=True)
 class MoveTask:
     """A message move task, as stored; ``moved`` grows while it runs."""
 

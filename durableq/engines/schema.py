@@ -52,6 +52,9 @@ queues = Table(
     Column("kms_data_key_reuse_period", Integer, nullable=False, server_default=text("300")),
     Column("sqs_managed_sse_enabled", Boolean, nullable=False, server_default=text("1")),
     Column("fifo_throughput_limit", Text),
+    # Message history (revision 0005): opt-in, like CloudTrail's data events.
+    Column("history", Boolean, nullable=False, server_default=text("0")),
+    Column("history_retention", Integer, nullable=False, server_default=text("604800")),
     sqlite_autoincrement=True,
 )
 
@@ -131,6 +134,24 @@ audit_events = Table(
     Column("detail", Text),  # JSON: what changed (attribute names, tag keys, a task handle, ...)
     Index("ix_audit_events_queue", "queue", "at"),
     Index("ix_audit_events_at", "at"),
+    sqlite_autoincrement=True,
+)
+
+# What happened to each message of a queue with history on (revision 0005), written in the
+# transaction of the operation itself: the data events.  Goes with its queue, like its counters.
+message_events = Table(
+    "message_events",
+    metadata,
+    # AUTOINCREMENT: ids only grow and are never reused, so "after event N" is a safe checkpoint.
+    Column("event_id", Integer, primary_key=True),
+    Column("queue_id", Integer, nullable=False),
+    Column("at", BigInteger, nullable=False),  # broker clock, epoch ms
+    Column("event", Text, nullable=False),  # sent, received, visibility_changed, deleted, ...
+    Column("message_id", Text, nullable=False),
+    Column("receive_count", Integer, nullable=False),  # the message's, after the event
+    Column("other_queue", Text),  # a move's other end: where it went, or where it came from
+    # Reads and the retention sweep of one queue.
+    Index("ix_message_events_queue", "queue_id", "at"),
     sqlite_autoincrement=True,
 )
 

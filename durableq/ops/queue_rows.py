@@ -15,7 +15,7 @@ from typing import Any
 from .. import limits
 from ..errors import InvalidParameterValue, QueueDoesNotExist
 from ..types import RedriveAllowPolicy, RedrivePolicy
-from . import validation
+from . import history, validation
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +43,8 @@ class QueueConfig:
     kms_data_key_reuse_period: int
     sqs_managed_sse_enabled: bool
     fifo_throughput_limit: str | None
+    history: bool
+    history_retention: int
 
     @property
     def in_flight_limit(self) -> int:
@@ -121,6 +123,7 @@ def _config(row: tuple[Any, ...]) -> QueueConfig:
     values["fifo"] = bool(values["fifo"])
     values["content_based_deduplication"] = bool(values["content_based_deduplication"])
     values["sqs_managed_sse_enabled"] = bool(values["sqs_managed_sse_enabled"])
+    values["history"] = bool(values["history"])
     return QueueConfig(**values)
 
 
@@ -142,7 +145,15 @@ def list_names(conn: sqlite3.Connection, prefix: str) -> list[str]:
 
 
 #: Tables whose rows belong to one queue and go when it is deleted.
-_QUEUE_OWNED = ("messages", "tags", "queue_metrics", "fifo_groups", "fifo_deduplication", "receive_attempts")
+_QUEUE_OWNED = (
+    "messages",
+    "tags",
+    "queue_metrics",
+    "message_events",
+    "fifo_groups",
+    "fifo_deduplication",
+    "receive_attempts",
+)
 
 
 def delete(conn: sqlite3.Connection, queue: QueueConfig) -> None:
@@ -152,8 +163,9 @@ def delete(conn: sqlite3.Connection, queue: QueueConfig) -> None:
     changed(conn)
 
 
-def purge(conn: sqlite3.Connection, queue: QueueConfig) -> int:
+def purge(conn: sqlite3.Connection, queue: QueueConfig, now: int) -> int:
     """Remove every message (and what FIFO remembers of them); returns how many."""
+    history.record_where(conn, queue, now, history.PURGED, "queue_id = :queue_id", {"queue_id": queue.id})
     removed = conn.execute("DELETE FROM messages WHERE queue_id = ?", (queue.id,)).rowcount
     for table in ("fifo_groups", "fifo_deduplication", "receive_attempts"):
         conn.execute(f"DELETE FROM {table} WHERE queue_id = ?", (queue.id,))

@@ -19,7 +19,7 @@ from concurrent.futures import Executor
 from ..engines.sqlite import Database
 from ..errors import OverLimit
 from ..types import Message
-from . import fifo, redrive, relocation
+from . import fifo, history, redrive, relocation
 from .counters import EMPTY_RECEIVES, RECEIVED, Counters
 from .longpoll import AsyncWaiter, Rooms, ThreadWaiter, Waiter
 from .messages import COLUMNS, claim_set, to_message
@@ -180,7 +180,7 @@ class Receiver:
         db, catalog = self._db, self._catalog
         with db.change() as conn:
             queue = catalog.get(conn, name)
-            if not (queue.fifo or queue.dead_letter_queue is not None):
+            if not (queue.fifo or queue.dead_letter_queue is not None or queue.history):
                 # The common case: one claim statement, atomic without an explicit transaction.
                 messages = self._claim(conn, queue, limit, visibility_timeout, None, wait_time)
                 if messages:
@@ -286,6 +286,7 @@ def _claim_standard(
             relocation.move(conn, relocation.Kind.DEAD_LETTER, queue, target, over, now, counters)
     rows = conn.execute(_CLAIM_HEAD, params).fetchall()
     rows.sort(key=lambda row: (row[6], row[0]))  # RETURNING order is unspecified: oldest first
+    history.record(conn, queue, now, history.RECEIVED, [(row[1], row[5]) for row in rows])
     return [to_message(row) for row in rows]
 
 
@@ -309,6 +310,7 @@ def _claim_fifo(
         dead = [row_id for row_id, _ in to_dead_letter]
         relocation.move(conn, relocation.Kind.DEAD_LETTER, queue, target, dead, now, counters)
     received = fifo.claim(conn, queue, chosen, visible_at, now)
+    history.record(conn, queue, now, history.RECEIVED, [(m.message_id, m.receive_count) for m in received])
     fifo.refresh_groups(conn, queue.id, stale - {group for _, group in chosen})
     if attempt_id is not None:
         fifo.record_attempt(

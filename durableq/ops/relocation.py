@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from enum import Enum
 
 from ..engines.sqlite import encode_ids, in_ids
-from . import fifo
+from . import fifo, history
 from .counters import MOVED, MOVED_IN, MOVED_OUT, Counters
 from .queue_rows import QueueConfig
 from .retention import expired_before
@@ -43,18 +43,19 @@ _ARRIVAL = {
     Kind.MOVE_TASK: "dead_letter_source = NULL, receive_count = 0, first_received_at = NULL",
 }
 # Rows of the source that may move: its own, not expired.  A FIFO move lists them in sequence order.
-_MOVABLE = f"""
-SELECT id, group_id FROM messages
-WHERE id IN {in_ids(":ids")} AND queue_id = :source_id AND enqueued_at > :expired_before
-ORDER BY sequence, id
-"""
+_MOVABLE_WHERE = f"id IN {in_ids(':ids')} AND queue_id = :source_id AND enqueued_at > :expired_before"
+_MOVABLE = f"SELECT id, group_id FROM messages WHERE {_MOVABLE_WHERE} ORDER BY sequence, id"
+# The same rows once they arrived.
+_ARRIVED_WHERE = f"id IN {in_ids(':ids')} AND queue_id = :target_id"
+# Which event a move is in the source's history.
+_LEFT = {Kind.DEAD_LETTER: history.MOVED_TO_DEAD_LETTER, Kind.MOVE_TASK: history.MOVED_OUT}
 
 
 def _standard_move(kind: Kind) -> str:
     return f"""
 UPDATE messages SET queue_id = :target_id, visible_at = :now, receipt_handle = NULL, received_at = NULL,
   {_ARRIVAL[kind]}
-WHERE id IN {in_ids(":ids")} AND queue_id = :source_id AND enqueued_at > :expired_before
+WHERE {_MOVABLE_WHERE}
 """
 
 
@@ -93,6 +94,7 @@ def move(
         "now": now,
         "expired_before": expired_before(source.retention_period, now),
     }
+    history.record_where(conn, source, now, _LEFT[kind], _MOVABLE_WHERE, params, target.name)
     if not source.fifo:
         moved = conn.execute(standard, params).rowcount
     else:
@@ -108,6 +110,7 @@ def move(
             for group in groups:
                 fifo.add_to_group(conn, target.id, group, now)
             fifo.refresh_groups(conn, source.id, groups)
+    history.record_where(conn, target, now, history.MOVED_IN, _ARRIVED_WHERE, params, source.name)
     if moved:
         counters.add(source.name, now, MOVED if kind is Kind.DEAD_LETTER else MOVED_OUT, moved)
         counters.add(target.name, now, MOVED_IN, moved)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlite3
 
 from .. import limits
-from . import fifo
+from . import fifo, history
 from .counters import EXPIRED, Counters
 from .queue_rows import QueueConfig
 
@@ -31,14 +31,16 @@ def unexpired_sql(retention_period: str, now: str = ":now", enqueued_at: str = "
 _DELETE_EXPIRED = """
 DELETE FROM messages WHERE id IN (
   SELECT id FROM messages WHERE queue_id = ? AND enqueued_at <= ? ORDER BY enqueued_at LIMIT ?)
-RETURNING group_id
+RETURNING group_id, message_id, receive_count
 """
 
 
 def sweep(conn: sqlite3.Connection, queue: QueueConfig, now: int, counters: Counters) -> int:
     """Remove (a batch of) the queue's expired messages; returns how many went."""
     cutoff = expired_before(queue.retention_period, now)
-    groups = [g for (g,) in conn.execute(_DELETE_EXPIRED, (queue.id, cutoff, _SWEEP_BATCH))]
+    rows = conn.execute(_DELETE_EXPIRED, (queue.id, cutoff, _SWEEP_BATCH)).fetchall()
+    groups = [g for g, _, _ in rows]
+    history.record(conn, queue, now, history.EXPIRED, [(message_id, count) for _, message_id, count in rows])
     if queue.fifo:
         fifo.refresh_groups(conn, queue.id, (g for g in groups if g is not None))
         fifo.forget_expired(conn, queue.id, now)
@@ -48,7 +50,8 @@ def sweep(conn: sqlite3.Connection, queue: QueueConfig, now: int, counters: Coun
 
 
 class Sweeper:
-    """Sweeps each queue at most once per interval of the broker clock (per broker)."""
+    """Sweeps each queue (its expired messages and its old history) at most once per interval of the
+    broker clock (per broker)."""
 
     def __init__(self, counters: Counters) -> None:
         self._counters = counters
@@ -58,5 +61,6 @@ class Sweeper:
         last = self._last.get(queue.id)
         if last is not None and 0 <= now - last < _INTERVAL_MS:
             return
-        if sweep(conn, queue, now, self._counters) < _SWEEP_BATCH:
+        done = sweep(conn, queue, now, self._counters) < _SWEEP_BATCH
+        if history.sweep(conn, queue, now, _SWEEP_BATCH) < _SWEEP_BATCH and done:
             self._last[queue.id] = now

@@ -12,7 +12,7 @@ from .. import limits
 from ..errors import DurableQError, InvalidParameterValue, MissingParameter, QueueDoesNotExist
 from ..types import Attribute, SendResult, md5_hex
 from . import attributes as attrs
-from . import fifo, validation
+from . import fifo, history, validation
 from .counters import SENT, Counters
 from .messages import format_sequence
 from .queue_rows import Catalog, QueueConfig
@@ -91,11 +91,13 @@ def send_one(
     _refuse_fifo_ids(name, item)
     message_id = new_message_id()
     queue = catalog.get(conn, name)
-    if conn.execute(_INSERT, _row(queue.id, message_id, item, item.delay_seconds, now)).rowcount != 1:
-        queue = catalog.get(conn, name, fresh=True)  # QueueDoesNotExist if it is gone
-        _check_for_queue(queue, item)
+    with history.atomic(conn, queue):
         if conn.execute(_INSERT, _row(queue.id, message_id, item, item.delay_seconds, now)).rowcount != 1:
-            raise QueueDoesNotExist(f"queue {name!r} does not exist")
+            queue = catalog.get(conn, name, fresh=True)  # QueueDoesNotExist if it is gone
+            _check_for_queue(queue, item)
+            if conn.execute(_INSERT, _row(queue.id, message_id, item, item.delay_seconds, now)).rowcount != 1:
+                raise QueueDoesNotExist(f"queue {name!r} does not exist")
+        history.record(conn, queue, now, history.SENT, [(message_id, 0)])
     counters.add(name, now, SENT)
     return SendResult(message_id, None, md5_hex(item.body))
 
@@ -121,6 +123,7 @@ def insert(
     if rows:
         # The queue row is fresh in this transaction and every size was checked: one executemany.
         conn.executemany(_INSERT, rows)
+        history.record(conn, queue, now, history.SENT, [(str(row["message_id"]), 0) for row in rows])
         counters.add(queue.name, now, SENT, len(rows))
     return results
 
@@ -190,6 +193,7 @@ def _insert_fifo(
         conn.execute(_INSERT, _row(queue.id, message_id, item, None, now, group_id, dedup_id, sequence))
         fifo.remember(conn, queue.id, scope, dedup_id, message_id, sequence, now)
         fifo.add_to_group(conn, queue.id, group_id, now + queue.delay_seconds * 1000)
+        history.record(conn, queue, now, history.SENT, [(message_id, 0)])
         results.append(SendResult(message_id, format_sequence(sequence), md5_hex(item.body)))
     if sequence != start:
         conn.execute("UPDATE queues SET next_sequence = ? WHERE id = ?", (sequence, queue.id))

@@ -31,10 +31,11 @@ _RANGES: dict[str, tuple[int, int, str]] = {
         limits.MAX_KMS_DATA_KEY_REUSE_PERIOD,
         "seconds",
     ),
+    "history_retention": (limits.MIN_HISTORY_RETENTION, limits.MAX_HISTORY_RETENTION, "seconds"),
 }
 _FIFO_ONLY = ("content_based_deduplication", "deduplication_scope", "fifo_throughput_limit")
 _STORED_ONLY = ("policy", "kms_master_key_id", "sqs_managed_sse_enabled")
-SETTABLE = (*_RANGES, *_FIFO_ONLY, "redrive_policy", "redrive_allow_policy", *_STORED_ONLY)
+SETTABLE = (*_RANGES, "history", *_FIFO_ONLY, "redrive_policy", "redrive_allow_policy", *_STORED_ONLY)
 # Columns a new queue gets unless its settings say otherwise.
 _DEFAULTS: dict[str, Any] = {
     "visibility_timeout": limits.DEFAULT_VISIBILITY_TIMEOUT,
@@ -46,11 +47,14 @@ _DEFAULTS: dict[str, Any] = {
     "deduplication_scope": limits.DEFAULT_DEDUPLICATION_SCOPE,
     "kms_data_key_reuse_period": limits.DEFAULT_KMS_DATA_KEY_REUSE_PERIOD,
     "sqs_managed_sse_enabled": True,
+    "history": False,
+    "history_retention": limits.DEFAULT_HISTORY_RETENTION,
 }
 # The columns that make two create_queue calls "the same queue".
 _IDENTITY = (
     "fifo",
     *_RANGES,
+    "history",
     *_FIFO_ONLY,
     "dead_letter_queue",
     "max_receive_count",
@@ -71,7 +75,7 @@ def to_columns(
             columns[key] = validation.integer(key, value, low, high, unit, InvalidAttributeValue)
         elif key in _FIFO_ONLY and not fifo:
             raise InvalidAttributeName(f"{key} applies to FIFO queues only; {name!r} is a standard queue")
-        elif key in ("content_based_deduplication", "sqs_managed_sse_enabled"):
+        elif key in ("content_based_deduplication", "sqs_managed_sse_enabled", "history"):
             if not isinstance(value, bool):
                 raise InvalidAttributeValue(f"{key} must be True or False; got {value!r}")
             columns[key] = value
@@ -261,6 +265,7 @@ def attributes(queue: QueueConfig) -> dict[str, Any]:
         "name": queue.name,
         "fifo": queue.fifo,
         **{key: getattr(queue, key) for key in _RANGES},
+        "history": queue.history,
         "redrive_policy": queue.redrive_policy,
         "redrive_allow_policy": queue.redrive_allow_policy,
         **{key: getattr(queue, key) for key in _STORED_ONLY},

@@ -13,7 +13,7 @@ import sqlite3
 
 from .. import limits
 from ..errors import DurableQError, InvalidParameterValue, MessageNotInflight, ReceiptHandleIsInvalid
-from . import fifo, receipts, validation
+from . import fifo, history, receipts, validation
 from .counters import DELETED, Counters
 from .queue_rows import Catalog, QueueConfig
 from .retention import unexpired_sql
@@ -24,24 +24,26 @@ from .states import VISIBILITY_CAP_SQL
 _UNEXPIRED = unexpired_sql("(SELECT retention_period FROM queues WHERE id = :queue_id)")
 # Standard queues: any handle ever issued for the message deletes it (row and secret match).
 _DELETE_ANY_HANDLE = "DELETE FROM messages WHERE id = :row AND secret = :secret AND queue_id = :queue_id"
+# The same, for a queue that keeps history: the event needs the message's id and receive count.
+_DELETE_ANY_HANDLE_RETURNING = f"{_DELETE_ANY_HANDLE} RETURNING message_id, receive_count"
 # FIFO queues: only the latest handle, and only while the message is still in flight.
 _DELETE_LATEST_IN_FLIGHT = f"""
 DELETE FROM messages
 WHERE id = :row AND receipt_handle = :handle AND visible_at > :now AND queue_id = :queue_id AND {_UNEXPIRED}
-RETURNING group_id
+RETURNING group_id, message_id, receive_count
 """
 # The latest handle only, within the 12-hour cap; ``extend`` ends at the cap rather than refuse.
 _CHANGE = f"""
 UPDATE messages SET visible_at = :visible_at
 WHERE id = :row AND receipt_handle = :handle AND queue_id = :queue_id AND :visible_at <= {VISIBILITY_CAP_SQL}
   AND {_UNEXPIRED}
-RETURNING group_id, visible_at
+RETURNING group_id, visible_at, message_id, receive_count
 """
 _EXTEND = f"""
 UPDATE messages SET visible_at = CASE WHEN :visible_at < {VISIBILITY_CAP_SQL} THEN :visible_at
   ELSE {VISIBILITY_CAP_SQL} END
 WHERE id = :row AND receipt_handle = :handle AND queue_id = :queue_id AND {_UNEXPIRED}
-RETURNING group_id, visible_at
+RETURNING group_id, visible_at, message_id, receive_count
 """
 _DIAGNOSE = f"""
 SELECT receipt_handle, {VISIBILITY_CAP_SQL}, {_UNEXPIRED} FROM messages
@@ -77,7 +79,14 @@ def delete(
     queue = _queue_of(conn, catalog, name, receipt)
     params = _params(receipt)
     if not queue.fifo:
-        if conn.execute(_DELETE_ANY_HANDLE, params).rowcount == 0:
+        with history.atomic(conn, queue):
+            if queue.history:
+                rows = conn.execute(_DELETE_ANY_HANDLE_RETURNING, params).fetchall()
+                history.record(conn, queue, now, history.DELETED, rows)
+                gone = len(rows)
+            else:
+                gone = conn.execute(_DELETE_ANY_HANDLE, params).rowcount
+        if not gone:
             catalog.get(conn, name, fresh=True)  # QueueDoesNotExist if the queue is gone
             return  # deleted before: deleting again succeeds
     else:
@@ -90,6 +99,7 @@ def delete(
                 "expired, it was received again, or it is gone)"
             )
         fifo.refresh_groups(conn, queue.id, [row[0]])
+        history.record(conn, queue, now, history.DELETED, [row[1:]])
     counters.add(name, now, DELETED)
 
 
@@ -112,7 +122,12 @@ def delete_many(
             continue
         outcomes.append(None)
         params.append(_params(receipt))
-    if params:
+    if params and queue.history:
+        gone = [row for p in params for row in conn.execute(_DELETE_ANY_HANDLE_RETURNING, p)]
+        history.record(conn, queue, now, history.DELETED, gone)
+        if gone:
+            counters.add(queue.name, now, DELETED, len(gone))
+    elif params:
         before = conn.total_changes
         conn.executemany(_DELETE_ANY_HANDLE, params)
         if deleted := conn.total_changes - before:
@@ -139,12 +154,14 @@ def change(
     receipt = receipts.parse(handle)
     queue = _queue_of(conn, catalog, name, receipt)
     params = {**_params(receipt), "visible_at": now + seconds * 1000, "now": now}
-    row = conn.execute(_EXTEND if up_to_cap else _CHANGE, params).fetchone()
-    if row is not None:
-        group_id, visible_at = row[0], int(row[1])
-        if group_id is not None:
-            fifo.refresh_groups(conn, queue.id, [group_id])
-        return max((visible_at - now) // 1000, 0)
+    with history.atomic(conn, queue):
+        row = conn.execute(_EXTEND if up_to_cap else _CHANGE, params).fetchone()
+        if row is not None:
+            group_id, visible_at = row[0], int(row[1])
+            if group_id is not None:
+                fifo.refresh_groups(conn, queue.id, [group_id])
+            history.record(conn, queue, now, history.VISIBILITY_CHANGED, [row[2:]])
+            return max((visible_at - now) // 1000, 0)
     queue = catalog.get(conn, name, fresh=True)
     receipt.check_queue(queue.id, name)
     current = conn.execute(_DIAGNOSE, params).fetchone()

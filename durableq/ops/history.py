@@ -1,0 +1,142 @@
+"""Message history: what happened to each message of a queue that keeps it (opt-in per queue,
+like CloudTrail's data events).
+
+Every operation that changes a message writes its events with :func:`record`
+inside its own transaction, so an event exists exactly when its change
+committed.  A one-statement operation (a standard send, delete, visibility
+change) is a two-statement transaction on such a queue: :func:`atomic`.  Events
+are kept for the queue's ``history_retention`` (swept with the messages, see
+``retention.py``) and go with the queue when it is deleted.
+
+Whether a queue keeps history is read from the broker's cached queue row, so
+turning it on or off takes effect at once in the process that does it and within
+the catalog's revalidation interval (1 s) in other processes.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from ..types import MessageEvent, datetime_from_ms
+
+if TYPE_CHECKING:  # queue_rows records purges here
+    from .queue_rows import QueueConfig
+
+SENT = "sent"
+RECEIVED = "received"
+VISIBILITY_CHANGED = "visibility_changed"
+DELETED = "deleted"
+#: Left for the dead-letter queue after too many receives (``other_queue``: the dead-letter queue).
+MOVED_TO_DEAD_LETTER = "moved_to_dead_letter"
+#: Left by a message move task (``other_queue``: where it went).
+MOVED_OUT = "moved_out"
+#: Arrived by either kind of move (``other_queue``: where it came from).
+MOVED_IN = "moved_in"
+EXPIRED = "expired"
+PURGED = "purged"
+#: Every kind of event, in the order a message meets them.
+EVENTS = (
+    SENT,
+    RECEIVED,
+    VISIBILITY_CHANGED,
+    DELETED,
+    MOVED_TO_DEAD_LETTER,
+    MOVED_OUT,
+    MOVED_IN,
+    EXPIRED,
+    PURGED,
+)
+
+_INSERT = (
+    "INSERT INTO message_events (queue_id, at, event, message_id, receive_count, other_queue) "
+    "VALUES (?, ?, ?, ?, ?, ?)"
+)
+#: Events of the messages of ``:queue_id`` a statement is about to remove or move, written by SQL.
+_INSERT_FROM_MESSAGES = """
+INSERT INTO message_events (queue_id, at, event, message_id, receive_count, other_queue)
+SELECT queue_id, :now, :event, message_id, receive_count, :other FROM messages WHERE {where} ORDER BY id
+"""
+_SWEEP = """
+DELETE FROM message_events WHERE event_id IN (
+  SELECT event_id FROM message_events WHERE queue_id = ? AND at <= ? ORDER BY at LIMIT ?)
+"""
+_SELECT = (
+    "SELECT event_id, at, event, message_id, receive_count, other_queue FROM message_events "
+    "WHERE queue_id = :queue_id"
+)
+
+
+def record(
+    conn: sqlite3.Connection,
+    queue: QueueConfig,
+    now: int,
+    event: str,
+    messages: Iterable[tuple[str, int]],
+    other_queue: str | None = None,
+) -> None:
+    """Write one ``event`` per ``(message id, receive count)`` if ``queue`` keeps history
+    (inside the caller's transaction)."""
+    if queue.history:
+        rows = [(queue.id, now, event, message_id, count, other_queue) for message_id, count in messages]
+        conn.executemany(_INSERT, rows)
+
+
+def record_where(
+    conn: sqlite3.Connection,
+    queue: QueueConfig,
+    now: int,
+    event: str,
+    where: str,
+    params: dict[str, object],
+    other_queue: str | None = None,
+) -> None:
+    """Write one ``event`` per message row matching ``where`` (SQL over ``messages``, with ``params``),
+    before the caller removes or moves them: for sets too large to bring into Python (a purge)."""
+    if queue.history:
+        sql = _INSERT_FROM_MESSAGES.format(where=where)
+        conn.execute(sql, {**params, "now": now, "event": event, "other": other_queue})
+
+
+@contextmanager
+def atomic(conn: sqlite3.Connection, queue: QueueConfig) -> Iterator[None]:
+    """Around a one-statement operation: on a queue that keeps history, its statement and its
+    events form one transaction (if the caller has none open yet)."""
+    if not queue.history or conn.in_transaction:
+        yield
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.rollback()
+        raise
+    conn.execute("COMMIT")
+
+
+def sweep(conn: sqlite3.Connection, queue: QueueConfig, now: int, batch: int) -> int:
+    """Remove (up to ``batch`` of) the queue's events older than its history retention; how many went.
+    Also for a queue with history off: what it kept before goes when its time is up."""
+    cutoff = now - queue.history_retention * 1000
+    return conn.execute(_SWEEP, (queue.id, cutoff, batch)).rowcount
+
+
+def events(
+    conn: sqlite3.Connection, queue: QueueConfig, since: int | None, after: int | None, limit: int
+) -> list[MessageEvent]:
+    """The queue's events oldest first: at or after ``since`` (epoch ms), with an id above
+    ``after``, at most ``limit``."""
+    sql, params = _SELECT, {"queue_id": queue.id, "limit": limit}
+    if since is not None:
+        sql += " AND at >= :since"
+        params["since"] = since
+    if after is not None:
+        sql += " AND event_id > :after"
+        params["after"] = after
+    rows = conn.execute(f"{sql} ORDER BY event_id LIMIT :limit", params)
+    return [
+        MessageEvent(event_id, datetime_from_ms(at), queue.name, event, message_id, count, other)
+        for event_id, at, event, message_id, count, other in rows
+    ]

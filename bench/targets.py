@@ -163,6 +163,16 @@ def evaluate(workload_results: list[WorkloadResult]) -> list[Target]:
         lambda: _vs_floor(results, "W10", "durability=full, 1 thread", 0.95, "durableq, no grouping"),
         lambda: _vs_floor(results, "W11", "durability=full", 0.8, "send_batch", "BufferedQueue"),
         lambda: _fifo_receive(results, 1.5),
+        # Issue 16: message history costs under 15 % (history on ≥ 0.85× off), single and batched.
+        *(
+            (lambda case=case: _vs_floor(results, "W12", case, 0.85, "history off", "history on"))
+            for case in (
+                "single, durability=normal",
+                "single, durability=full",
+                "batches of 10, durability=normal",
+                "batches of 10, durability=full",
+            )
+        ),
         lambda: _below(results, "W6", "wake-up p99", 2, "ms", "W6: long-poll wake-up p99 < 2 ms"),
         lambda: _below(
             results, "W6", "idle long-poll CPU", 0.5, "% of one core", "W6: idle long-poller < 0.5% of a core"

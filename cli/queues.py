@@ -65,6 +65,16 @@ def queue() -> None:
     limits.DEFAULT_MAXIMUM_MESSAGE_SIZE,
     "BYTES",
 )
+@click.option(
+    "--history", is_flag=True, help="Keep the message history (`durableq events`, Spark's events())."
+)
+@ranged_option(
+    "--history-retention",
+    "Seconds message history is kept",
+    limits.MIN_HISTORY_RETENTION,
+    limits.MAX_HISTORY_RETENTION,
+    limits.DEFAULT_HISTORY_RETENTION,
+)
 @click.option("--content-dedup", is_flag=True, help="FIFO: deduplicate by the SHA-256 of the body.")
 @click.option(
     "--dedup-scope",
@@ -90,6 +100,8 @@ def queue() -> None:
     retention_period="--retention",
     receive_wait_time="--wait",
     maximum_message_size="--max-size",
+    history="--history",
+    history_retention="--history-retention",
     content_based_deduplication="--content-dedup",
     deduplication_scope="--dedup-scope",
     redrive_policy="--dlq",
@@ -106,6 +118,8 @@ def create(
     retention: int | None,
     wait: int | None,
     max_size: int | None,
+    history: bool,
+    history_retention: int | None,
     content_dedup: bool,
     dedup_scope: str | None,
     dlq: str | None,
@@ -123,6 +137,7 @@ def create(
       durableq queue create jobs-dlq
       durableq queue create jobs --visibility-timeout 60 --dlq jobs-dlq --max-receives 5
       durableq queue create orders.fifo --fifo --content-dedup --tag team=shop
+      durableq queue create payments --history --history-retention 1209600
     """
     if (dlq is None) != (max_receives is None):
         raise click.UsageError("--dlq and --max-receives go together")
@@ -132,6 +147,8 @@ def create(
         "retention_period": retention,
         "receive_wait_time": wait,
         "maximum_message_size": max_size,
+        "history": history or None,
+        "history_retention": history_retention,
         "content_based_deduplication": content_dedup or None,
         "deduplication_scope": dedup_scope,
         "redrive_policy": None if dlq is None else RedrivePolicy(dlq, max_receives),  # type: ignore[arg-type]
@@ -222,7 +239,7 @@ def set_settings(name: str, settings: tuple[tuple[str, Any], ...], as_json: bool
     Keys (dashes or underscores): visibility_timeout, delay_seconds,
     retention_period, receive_wait_time, maximum_message_size, and for FIFO
     queues content_based_deduplication (true/false) and deduplication_scope
-    (queue/messageGroup); redrive_policy=DLQ:MAX_RECEIVES or none;
+    (queue/messageGroup); history (true/false), history_retention; redrive_policy=DLQ:MAX_RECEIVES or none;
     redrive_allow_policy=allowAll, denyAll, byQueue:Q1,Q2 or none; any other
     setting the library has (an unknown key fails with the list of them).
     Values: true/false are booleans, integers are numbers, the rest is text.

@@ -1,11 +1,11 @@
 """The workloads by number (``python -m bench --workloads 1,2,5``): 1-8 of issue 8, 9 the endpoint,
-10 threads of one process (group commit), 11 the buffered client."""
+10 threads of one process (group commit), 11 the buffered client, 12 message history's cost."""
 
 from __future__ import annotations
 
 from ..endpoint import workload as endpoint
 from ..model import Workload
-from . import buffered, concurrent, cycle, fifo, latency, longpoll, memory, phases, threads
+from . import buffered, concurrent, cycle, fifo, history, latency, longpoll, memory, phases, threads
 
 WORKLOADS: dict[int, Workload] = {
     w.number: w
@@ -21,5 +21,6 @@ WORKLOADS: dict[int, Workload] = {
         Workload(9, endpoint.run),
         Workload(10, threads.run),
         Workload(11, buffered.run),
+        Workload(12, history.run),
     )
 }

@@ -8,6 +8,12 @@ change) is a two-statement transaction on such a queue: :func:`atomic`.  Events
 are kept for the queue's ``history_retention`` (swept with the messages, see
 ``retention.py``) and go with the queue when it is deleted.
 
+Event ids are the table's rowids: SQLite numbers a new row one above the highest, so ids only
+grow, and are never reused because the newest row is never deleted: the sweep keeps it, and a
+deleted queue whose event is the file's newest leaves that one row behind as a placeholder of
+queue :data:`NO_QUEUE` (swept once a newer event exists).  AUTOINCREMENT would give the same
+guarantee at the price of one more page written by every commit.
+
 Whether a queue keeps history is read from the broker's cached queue row, so
 turning it on or off takes effect at once in the process that does it and within
 the catalog's revalidation interval (1 s) in other processes.
@@ -59,10 +65,17 @@ _INSERT_FROM_MESSAGES = """
 INSERT INTO message_events (queue_id, at, event, message_id, receive_count, other_queue)
 SELECT queue_id, :now, :event, message_id, receive_count, :other FROM messages WHERE {where} ORDER BY id
 """
-_SWEEP = """
+#: Queue ids start at 1: this one holds the placeholder a deleted queue may leave (see above).
+NO_QUEUE = 0
+# Never the newest row of the file: it keeps the next id above every id ever given.
+_NOT_NEWEST = "event_id < (SELECT max(event_id) FROM message_events)"
+_SWEEP = f"""
 DELETE FROM message_events WHERE event_id IN (
-  SELECT event_id FROM message_events WHERE queue_id = ? AND at <= ? ORDER BY at LIMIT ?)
+  SELECT event_id FROM message_events WHERE queue_id = ? AND at <= ? AND {_NOT_NEWEST} ORDER BY at LIMIT ?)
 """
+_FORGET = f"DELETE FROM message_events WHERE queue_id = ? AND {_NOT_NEWEST}"
+_KEEP_PLACEHOLDER = f"UPDATE message_events SET queue_id = {NO_QUEUE} WHERE queue_id = ?"
+_SWEEP_PLACEHOLDERS = f"DELETE FROM message_events WHERE queue_id = {NO_QUEUE} AND {_NOT_NEWEST}"
 _SELECT = (
     "SELECT event_id, at, event, message_id, receive_count, other_queue FROM message_events "
     "WHERE queue_id = :queue_id"
@@ -120,7 +133,15 @@ def sweep(conn: sqlite3.Connection, queue: QueueConfig, now: int, batch: int) ->
     """Remove (up to ``batch`` of) the queue's events older than its history retention; how many went.
     Also for a queue with history off: what it kept before goes when its time is up."""
     cutoff = now - queue.history_retention * 1000
-    return conn.execute(_SWEEP, (queue.id, cutoff, batch)).rowcount
+    swept: int = conn.execute(_SWEEP, (queue.id, cutoff, batch)).rowcount
+    conn.execute(_SWEEP_PLACEHOLDERS)  # an index lookup; at most one row per deleted queue
+    return swept
+
+
+def forget(conn: sqlite3.Connection, queue: QueueConfig) -> None:
+    """The queue is being deleted: its events go with it (all but a placeholder, see above)."""
+    conn.execute(_FORGET, (queue.id,))
+    conn.execute(_KEEP_PLACEHOLDER, (queue.id,))
 
 
 def events(

@@ -144,12 +144,11 @@ def list_names(conn: sqlite3.Connection, prefix: str) -> list[str]:
     return [name for (name,) in rows]
 
 
-#: Tables whose rows belong to one queue and go when it is deleted.
+#: Tables whose rows belong to one queue and go when it is deleted (and its history: history.forget).
 _QUEUE_OWNED = (
     "messages",
     "tags",
     "queue_metrics",
-    "message_events",
     "fifo_groups",
     "fifo_deduplication",
     "receive_attempts",
@@ -159,6 +158,7 @@ _QUEUE_OWNED = (
 def delete(conn: sqlite3.Connection, queue: QueueConfig) -> None:
     for table in _QUEUE_OWNED:
         conn.execute(f"DELETE FROM {table} WHERE queue_id = ?", (queue.id,))
+    history.forget(conn, queue)
     conn.execute("DELETE FROM queues WHERE id = ?", (queue.id,))
     changed(conn)
 

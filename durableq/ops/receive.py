@@ -180,9 +180,11 @@ class Receiver:
         db, catalog = self._db, self._catalog
         with db.change() as conn:
             queue = catalog.get(conn, name)
-            if not (queue.fifo or queue.dead_letter_queue is not None or queue.history):
-                # The common case: one claim statement, atomic without an explicit transaction.
-                messages = self._claim(conn, queue, limit, visibility_timeout, None, wait_time)
+            if not (queue.fifo or queue.dead_letter_queue is not None):
+                # The common case: one claim statement, atomic without an explicit transaction
+                # (with its events, one small one: see history.atomic).
+                with history.atomic(conn, queue):
+                    messages = self._claim(conn, queue, limit, visibility_timeout, None, wait_time)
                 if messages:
                     return messages, queue
                 # Nothing came: re-check the cached row (the queue may be gone, or have

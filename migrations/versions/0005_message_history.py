@@ -31,7 +31,6 @@ def upgrade() -> None:
         sa.Column("message_id", sa.Text, nullable=False),
         sa.Column("receive_count", sa.Integer, nullable=False),
         sa.Column("other_queue", sa.Text),
-        sqlite_autoincrement=True,
     )
     op.create_index("ix_message_events_queue", "message_events", ["queue_id", "at"])
 

@@ -222,7 +222,8 @@ def replay_attempt(
         row_id: (handle, visible, group_id)
         for row_id, handle, visible, group_id in conn.execute(
             "SELECT id, receipt_handle, visible_at, group_id FROM messages "
-            f"WHERE queue_id = ? AND id IN {in_ids('?')}",
+            # +queue_id: by primary key, not a walk of the queue's whole index (see relocation.py)
+            f"WHERE +queue_id = ? AND id IN {in_ids('?')}",
             (queue.id, encode_ids(ids)),
         )
     }

@@ -43,10 +43,12 @@ _ARRIVAL = {
     Kind.MOVE_TASK: "dead_letter_source = NULL, receive_count = 0, first_received_at = NULL",
 }
 # Rows of the source that may move: its own, not expired.  A FIFO move lists them in sequence order.
-_MOVABLE_WHERE = f"id IN {in_ids(':ids')} AND queue_id = :source_id AND enqueued_at > :expired_before"
+# (``+queue_id``: the row ids pick the rows through the primary key; without it SQLite would walk the
+# queue's whole ix_messages_enqueued range, every unexpired message of the source, for each move.)
+_MOVABLE_WHERE = f"id IN {in_ids(':ids')} AND +queue_id = :source_id AND enqueued_at > :expired_before"
 _MOVABLE = f"SELECT id, group_id FROM messages WHERE {_MOVABLE_WHERE} ORDER BY sequence, id"
 # The same rows once they arrived.
-_ARRIVED_WHERE = f"id IN {in_ids(':ids')} AND queue_id = :target_id"
+_ARRIVED_WHERE = f"id IN {in_ids(':ids')} AND +queue_id = :target_id"
 # Which event a move is in the source's history.
 _LEFT = {Kind.DEAD_LETTER: history.MOVED_TO_DEAD_LETTER, Kind.MOVE_TASK: history.MOVED_OUT}
 

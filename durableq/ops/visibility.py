@@ -9,6 +9,7 @@ transaction (where the cached row is checked first).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 from .. import limits
@@ -26,6 +27,16 @@ _UNEXPIRED = unexpired_sql("(SELECT retention_period FROM queues WHERE id = :que
 _DELETE_ANY_HANDLE = "DELETE FROM messages WHERE id = :row AND secret = :secret AND queue_id = :queue_id"
 # The same, for a queue that keeps history: the event needs the message's id and receive count.
 _DELETE_ANY_HANDLE_RETURNING = f"{_DELETE_ANY_HANDLE} RETURNING message_id, receive_count"
+# Several handles of a queue that keeps history, in one statement: :handles is a JSON list of
+# [row id, secret] pairs; a row goes if one of them names it with its secret.  (``+queue_id``: the
+# row ids pick the rows through the primary key, never a scan of the queue's index.)
+_DELETE_HANDLES_RETURNING = """
+DELETE FROM messages
+WHERE id IN (SELECT json_extract(value, '$[0]') FROM json_each(:handles)) AND +queue_id = :queue_id
+  AND secret IN (SELECT json_extract(value, '$[1]') FROM json_each(:handles)
+                 WHERE json_extract(value, '$[0]') = messages.id)
+RETURNING message_id, receive_count
+"""
 # FIFO queues: only the latest handle, and only while the message is still in flight.
 _DELETE_LATEST_IN_FLIGHT = f"""
 DELETE FROM messages
@@ -123,7 +134,8 @@ def delete_many(
         outcomes.append(None)
         params.append(_params(receipt))
     if params and queue.history:
-        gone = [row for p in params for row in conn.execute(_DELETE_ANY_HANDLE_RETURNING, p)]
+        pairs = json.dumps([[p["row"], p["secret"]] for p in params])
+        gone = conn.execute(_DELETE_HANDLES_RETURNING, {"queue_id": queue.id, "handles": pairs}).fetchall()
         history.record(conn, queue, now, history.DELETED, gone)
         if gone:
             counters.add(queue.name, now, DELETED, len(gone))

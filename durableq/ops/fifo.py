@@ -201,6 +201,14 @@ def claim(
     return [to_message(row) for row in rows]
 
 
+# The rows of an earlier attempt, as they are now (+queue_id: by primary key, not a walk of the
+# queue's whole index; see relocation.py).
+_ATTEMPT_ROWS = f"""
+SELECT id, receipt_handle, visible_at, group_id FROM messages
+WHERE +queue_id = :queue_id AND id IN {in_ids(":ids")}
+"""
+
+
 def replay_attempt(
     conn: sqlite3.Connection, queue: QueueConfig, attempt_id: str, visible_at: int, now: int
 ) -> list[Message] | None:
@@ -221,10 +229,7 @@ def replay_attempt(
     current = {
         row_id: (handle, visible, group_id)
         for row_id, handle, visible, group_id in conn.execute(
-            "SELECT id, receipt_handle, visible_at, group_id FROM messages "
-            # +queue_id: by primary key, not a walk of the queue's whole index (see relocation.py)
-            f"WHERE +queue_id = ? AND id IN {in_ids('?')}",
-            (queue.id, encode_ids(ids)),
+            _ATTEMPT_ROWS, {"queue_id": queue.id, "ids": encode_ids(ids)}
         )
     }
     if any(

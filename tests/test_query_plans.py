@@ -1,0 +1,52 @@
+"""Statements that name their rows by id find them by primary key, whatever else their WHERE says:
+SQLite (with no statistics) preferred the queue's index range for ``queue_id = ?`` and walked every
+message of the queue for each dead-letter move, move-task batch and FIFO attempt replay."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+import durableq
+from durableq.ops import fifo, history, relocation, visibility
+
+PARAMS = {
+    "ids": "[1, 2]",
+    "source_id": 1,
+    "target_id": 2,
+    "queue_id": 1,
+    "expired_before": 0,
+    "now": 0,
+    "source_name": "jobs",
+    "event": "moved_out",
+    "other": None,
+    "handles": '[[1, "a"]]',
+}
+STATEMENTS = {
+    "movable rows": relocation._MOVABLE,
+    "dead-letter move": relocation._STATEMENTS[relocation.Kind.DEAD_LETTER][0],
+    "move-task move": relocation._STATEMENTS[relocation.Kind.MOVE_TASK][0],
+    "history of the rows leaving": history._INSERT_FROM_MESSAGES.format(where=relocation._MOVABLE_WHERE),
+    "history of the rows arriving": history._INSERT_FROM_MESSAGES.format(where=relocation._ARRIVED_WHERE),
+    "delete_batch of a history queue": visibility._DELETE_HANDLES_RETURNING,
+    "FIFO attempt replay": fifo._ATTEMPT_ROWS,
+}
+
+
+@pytest.fixture
+def conn(tmp_path: Path) -> sqlite3.Connection:
+    with durableq.open(tmp_path / "q.db", durability="normal") as broker:
+        jobs = broker.create_queue("jobs")
+        broker.create_queue("dlq")
+        for i in range(50):
+            jobs.send(str(i))
+    return sqlite3.connect(tmp_path / "q.db")
+
+
+@pytest.mark.parametrize("name", sorted(STATEMENTS))
+def test_rows_named_by_id_are_found_by_primary_key(conn: sqlite3.Connection, name: str) -> None:
+    plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {STATEMENTS[name]}", PARAMS)]
+    messages = [step for step in plan if " messages " in f"{step} "]
+    assert messages and all("INTEGER PRIMARY KEY" in step for step in messages), plan

@@ -300,6 +300,49 @@ def check_counters(
                 problems.add(f"COUNTER: {queue!r} counted {value} {column}; the run says {relation} {truth}")
 
 
+def check_message_history(
+    path: Path, history: History, stored: Mapping[str, list[store.Row]], problems: Problems
+) -> int:
+    """Queues with history on: each event exists exactly when its change committed, whatever was
+    killed when.  Per message: one ``sent`` first; ``received`` events counting 1, 2, ... n, where
+    n is the stored row's receive count; a gone message ends with one ``deleted`` at count n; every
+    receive a journal logged has its event.  Returns how many messages were checked."""
+    keeping = store.queues_with_history(path)
+    if not keeping:
+        return 0
+    trails: dict[str, list[store.Event]] = defaultdict(list)
+    for event in store.events(path):
+        trails[event.message_id].append(event)
+    for message_id, trail in trails.items():
+        kinds = [e.event for e in trail]
+        counts = [e.receive_count for e in trail if e.event == "received"]
+        rows = stored.get(message_id, [])
+        if kinds[0] != "sent" or kinds.count("sent") != 1:
+            problems.add(f"HISTORY: {message_id} does not start with one sent event: {kinds}")
+        if counts != list(range(1, len(counts) + 1)):
+            problems.add(f"HISTORY: {message_id}'s received events count {counts}")
+        if rows:
+            if "deleted" in kinds or rows[0].receive_count != len(counts):
+                problems.add(
+                    f"HISTORY: {message_id} is stored, received {rows[0].receive_count} times, "
+                    f"but its events are {kinds}"
+                )
+        elif kinds[-1] != "deleted" or kinds.count("deleted") != 1 or trail[-1].receive_count != len(counts):
+            problems.add(f"HISTORY: {message_id} is gone but its events are {kinds}")
+    for story in history.stories.values():
+        if story.queue not in keeping:
+            continue
+        if story.message_id not in trails:
+            if story.send_returned or story.receipts:
+                problems.add(f"HISTORY: {_describe(story)} has no events")
+            continue
+        logged = {e.receive_count for e in trails[story.message_id] if e.event == "received"}
+        missing = [r.count for r in story.receipts if r.count not in logged]
+        if missing:
+            problems.add(f"HISTORY: receives {missing} of {_describe(story)} have no events")
+    return len(trails)
+
+
 # -- putting it together ------------------------------------------------------------
 
 
@@ -345,10 +388,16 @@ def check_file(
     late = check_errors(history, problems)
     check_stats(path, stored, problems)
     check_counters(path, history, stored, queues, dead_letters, problems)
+    with_history = check_message_history(path, history, stored, problems)
     if drained:
         check_all_delivered(history, stored, queues, problems)
         check_fifo_order(history, problems)
     problems.raise_if_any(where or str(path))
-    figures = Counter(messages=len(history.stories), operations=history.operations, late_errors=late)
+    figures = Counter(
+        messages=len(history.stories),
+        operations=history.operations,
+        late_errors=late,
+        history_checked=with_history,
+    )
     figures.update({f"cut {kind}": n for kind, n in history.interrupted().items()})
     return figures

@@ -68,9 +68,10 @@ def _rounds(
 def crash_run(
     folder: Path, rng: random.Random, rounds: int, seconds: float, every: tuple[float, float]
 ) -> Counter[str]:
-    """Producers, consumers and workers on a standard and a FIFO queue, SIGKILLed at random."""
+    """Producers, consumers and workers on a standard and a FIFO queue, SIGKILLed at random
+    (with message history on: its events must match what committed)."""
     db = folder / "crash.db"
-    create_queues(db)
+    create_queues(db, history=True)
     with Fleet(folder / "journals", rng) as fleet:
         for name, groups in ((STANDARD, None), (FIFO, GROUPS)):
             fleet.add(
@@ -107,9 +108,10 @@ def _final(figures: Counter[str], last: Counter[str], fleet: Fleet) -> Counter[s
 
 
 def concurrency_run(folder: Path, rng: random.Random, seconds: float, processes: int = 4) -> Counter[str]:
-    """``processes`` processes each sending and receiving on both queues, no kills: counters exact."""
+    """``processes`` processes each sending and receiving on both queues, no kills: counters exact
+    (and message history, on, exact too)."""
     db = folder / "busy.db"
-    create_queues(db)
+    create_queues(db, history=True)
     with Fleet(folder / "journals", rng) as fleet:
         until = time.time() + seconds
         queues = [{"name": STANDARD, "groups": None}, {"name": FIFO, "groups": GROUPS}]

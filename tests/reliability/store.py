@@ -81,6 +81,31 @@ def rows(path: Path) -> list[Row]:
         ]
 
 
+@dataclass(frozen=True, slots=True)
+class Event:
+    queue: str
+    event: str
+    message_id: str
+    receive_count: int
+
+
+def queues_with_history(path: Path) -> set[str]:
+    with reading(path) as conn:
+        return {name for (name,) in conn.execute("SELECT name FROM queues WHERE history")}
+
+
+def events(path: Path) -> list[Event]:
+    """Every message event of the file (message history), oldest first, with its queue's name."""
+    with reading(path) as conn:
+        return [
+            Event(*row)
+            for row in conn.execute(
+                "SELECT q.name, e.event, e.message_id, e.receive_count FROM message_events e "
+                "JOIN queues q ON q.id = e.queue_id ORDER BY e.event_id"
+            )
+        ]
+
+
 def counters(path: Path) -> dict[str, Counter[str]]:
     """The per-minute counters of every queue, summed over all minutes."""
     totals: dict[str, Counter[str]] = {}

@@ -25,8 +25,8 @@ class Run:
         self.journals = folder / "journals"
         self.journals.mkdir()
         self.broker = durableq.open(self.db)
-        self.broker.create_queue("std")
-        self.broker.create_queue("q.fifo", fifo=True, content_based_deduplication=True)
+        self.broker.create_queue("std", history=True)
+        self.broker.create_queue("q.fifo", fifo=True, content_based_deduplication=True, history=True)
         self._journals: list[Journal] = []
 
     def process(self, queue: str, visibility_timeout: int = 30) -> JournaledQueue:
@@ -171,6 +171,28 @@ def test_a_failure_after_the_message_was_being_deleted_is_legitimate(run: Run) -
 def test_an_undelivered_message_is_reported_after_a_drain(run: Run) -> None:
     run.process("std").send("a")
     _breaks(run, "(?s)NEVER DELIVERED.*LEFT", drained=True)
+
+
+@pytest.mark.parametrize(
+    ("statement", "pattern"),
+    [
+        ("DELETE FROM message_events WHERE event = 'deleted'", "is gone but its events"),
+        ("DELETE FROM message_events WHERE event = 'received'", "receives \\[1\\] of .* have no events"),
+        ("UPDATE message_events SET receive_count = 2 WHERE event = 'received'", "received events count"),
+        ("UPDATE message_events SET event = 'received' WHERE event = 'sent'", "one sent event"),
+        ("DELETE FROM message_events", "has no events"),
+    ],
+)
+def test_message_history_that_does_not_match_what_committed_is_reported(
+    run: Run, statement: str, pattern: str
+) -> None:
+    queue = run.process("std")
+    queue.send("a")
+    queue.send("b")
+    (message, _) = queue.receive(10)
+    queue.delete(message.receipt_handle)
+    run.sql(statement)
+    _breaks(run, pattern)
 
 
 def test_a_torn_journal_line_is_refused(tmp_path: Path) -> None:

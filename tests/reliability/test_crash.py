@@ -16,6 +16,7 @@ def test_nothing_is_lost_or_held_twice_when_processes_are_killed_at_random(
     # after a last drain without kills.
     figures = crash_run(tmp_path, rng, rounds=3, seconds=7, every=(0.2, 0.6))
     assert figures["kills"] >= 24 and figures["messages"] > 0, figures
+    assert figures["history_checked"] > 0, figures  # the queues keep history: their events were checked
 
 
 def test_dead_letter_moves_survive_kills_with_every_message_in_exactly_one_queue(

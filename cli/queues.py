@@ -167,13 +167,23 @@ def create(
 @click.option("--prefix", default="", help="Only queues whose names start with this.")
 @json_option
 def list_queues(prefix: str, as_json: bool) -> None:
-    """List the queues (names, sorted).
+    """List the queues (names, sorted); temporary queues are marked with their idle timeout
+    (the JSON output stays a list of names: `queue show` has the idle timeout).
 
     \b
       durableq queue list --prefix orders
     """
-    names = open_broker().list_queues(prefix=prefix)
-    emit(as_json, names, "\n".join(names) or "no queues")
+    broker = open_broker()
+    names = broker.list_queues(prefix=prefix)
+    emit(as_json, names, lambda: "\n".join(_listed(broker, name) for name in names) or "no queues")
+
+
+def _listed(broker: durableq.Broker, name: str) -> str:
+    try:
+        idle_timeout = broker.get_queue(name).attributes().get("idle_timeout")
+    except durableq.QueueDoesNotExist:  # deleted since the list was read
+        return f"{name}  (deleted)"
+    return name if idle_timeout is None else f"{name}  (temporary, idle timeout {idle_timeout} s)"
 
 
 def _description(broker: durableq.Broker, target: durableq.Queue) -> dict[str, Any]:

@@ -43,6 +43,7 @@ from .errors import (
     UnsupportedOperation,
 )
 from .queue import Queue
+from .temporary import TemporaryQueue
 from .types import (
     Attribute,
     AuditEvent,
@@ -107,6 +108,7 @@ __all__ = [
     "SchemaVersionTooNew",
     "SendEntry",
     "SendResult",
+    "TemporaryQueue",
     "TooManyEntriesInBatchRequest",
     "UnsupportedOperation",
     "Worker",

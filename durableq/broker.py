@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import secrets
 import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -14,12 +16,15 @@ from . import limits
 from .engines.files import prepare_file
 from .engines.migrate import ensure_schema
 from .engines.sqlite import Database
-from .errors import InvalidParameterValue
+from .errors import DurableQError, InvalidParameterValue
 from .limits import DEFAULT, _Default
 from .ops import audit, queue_rows, settings, validation
 from .ops.runtime import Runtime
 from .queue import Queue
+from .temporary import TemporaryQueue
 from .types import AuditEvent, MoveTask, RedriveAllowPolicy, RedrivePolicy
+
+log = logging.getLogger(__name__)
 
 
 def open(
@@ -84,7 +89,13 @@ class Broker:
         self.close()
 
     def close(self) -> None:
-        """Stop this broker's move-task runners, write its pending counters, close its connections."""
+        """Stop this broker's move-task runners, delete the temporary queues it holds, write its
+        pending counters, close its connections."""
+        for name in self._rt.keeper.held():
+            try:
+                TemporaryQueue(self._rt, name, name.endswith(limits.FIFO_SUFFIX)).delete_queue()
+            except DurableQError:  # the file refuses (locked, full): the queue is reaped when idle
+                log.warning("could not delete temporary queue %s on close", name, exc_info=True)
         self._rt.close()
 
     def backup(self, dest: str | os.PathLike[str]) -> Path:
@@ -153,19 +164,74 @@ class Broker:
             "history_retention": history_retention,
             **sqs_settings,
         }
+        self._create(name, fifo, given, tags)
+        return Queue(self._rt, name, fifo)
+
+    def _create(
+        self,
+        name: str,
+        fifo: bool,
+        given: Mapping[str, Any],
+        tags: Mapping[str, str] | None,
+        idle_timeout: int | None = None,
+    ) -> bool:
+        """Create (or find the same) queue with the settings ``given``; True if it is new."""
         checked_tags = validation.tags(tags) if tags else {}
         if len(checked_tags) > limits.MAX_TAGS:
             raise InvalidParameterValue(
                 f"a queue holds at most {limits.MAX_TAGS} tags; got {len(checked_tags)}"
             )
+        self._rt.keeper.maybe_reap()
+        settings_given = {k: v for k, v in given.items() if v is not DEFAULT}
         with self._rt.db.write() as conn:
-            queue, created = settings.create(
-                conn, name, fifo, {k: v for k, v in given.items() if v is not DEFAULT}, self._rt.now_ms()
-            )
+            now = self._rt.now_ms()
+            queue, created = settings.create(conn, name, fifo, settings_given, now, idle_timeout)
             if created and checked_tags:
                 queue_rows.set_tags(conn, queue, checked_tags)
-            audit.record(conn, self._rt.now_ms(), "CreateQueue", name, detail={"created": created})
-        return Queue(self._rt, name, fifo)
+            detail: dict[str, Any] = {"created": created}
+            if idle_timeout is not None:
+                detail["idle_timeout"] = idle_timeout
+            audit.record(conn, now, "CreateQueue", name, detail=detail)
+        return created
+
+    @audit.audited("CreateQueue", lambda self, prefix="tmp", *args, **kwargs: prefix)
+    def temporary_queue(
+        self,
+        /,
+        prefix: str = "tmp",
+        idle_timeout: int = limits.DEFAULT_IDLE_TIMEOUT,
+        *,
+        fifo: bool = False,
+        tags: Mapping[str, str] | None = None,
+        **settings: Any,
+    ) -> TemporaryQueue:
+        """Create a uniquely named queue (``PREFIX-`` and 16 random hex digits, ``.fifo`` for a FIFO
+        queue) that is deleted after ``idle_timeout`` seconds (60-86,400, default 300) without a send
+        or receive, by any process's broker; this broker keeps it alive with heartbeats while it is
+        open, and deletes it when it closes.  ``with broker.temporary_queue() as q:`` deletes it at
+        the end of the block.  ``settings`` are those of :meth:`create_queue`."""
+        if not isinstance(fifo, bool):
+            raise InvalidParameterValue(f"fifo must be True or False; got {fifo!r}")
+        timeout = validation.integer(
+            "idle_timeout", idle_timeout, limits.MIN_IDLE_TIMEOUT, limits.MAX_IDLE_TIMEOUT, "seconds"
+        )
+        suffix = f"-{secrets.token_hex(8)}{limits.FIFO_SUFFIX if fifo else ''}"
+        validation.text("prefix", prefix)
+        name = prefix + suffix
+        if len(name) > limits.MAX_QUEUE_NAME_LENGTH:
+            raise InvalidParameterValue(
+                f"prefix must be at most {limits.MAX_QUEUE_NAME_LENGTH - len(suffix)} characters "
+                f"(the queue name adds {len(suffix)}); got {len(prefix)}"
+            )
+        validation.queue_name(name, fifo=fifo)
+        self._create(name, fifo, settings, tags, timeout)
+        self._rt.keeper.hold(name, timeout)
+        return TemporaryQueue(self._rt, name, fifo)
+
+    def reap_idle_queues(self) -> list[str]:
+        """Delete every temporary queue idle for its idle timeout now (brokers also do this on their
+        own, at most every 10 s); returns their names."""
+        return self._rt.keeper.reap(self._rt.now_ms())
 
     def get_queue(self, name: str) -> Queue:
         """The queue called ``name``; QueueDoesNotExist if there is none."""
@@ -175,7 +241,9 @@ class Broker:
         return Queue(self._rt, name, queue.fifo)
 
     def list_queues(self, prefix: str = "") -> list[str]:
-        """Names of the queues that start with ``prefix``, sorted."""
+        """Names of the queues that start with ``prefix``, sorted (idle temporary queues are
+        deleted first)."""
+        self._rt.keeper.maybe_reap()
         with self._rt.db.read() as conn:
             return queue_rows.list_names(conn, prefix)
 

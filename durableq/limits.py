@@ -46,6 +46,16 @@ DEFAULT_HISTORY_RETENTION = 604_800
 MIN_HISTORY_RETENTION = 60
 MAX_HISTORY_RETENTION = 1_209_600
 
+#: Temporary queues (``Broker.temporary_queue``): deleted after this long without use.
+DEFAULT_IDLE_TIMEOUT = 300
+MIN_IDLE_TIMEOUT = 60
+MAX_IDLE_TIMEOUT = 86_400
+#: Idle temporary queues are looked for at most this often by each broker (broker clock).
+REAP_INTERVAL = 10.0
+#: Request-response (``durableq.rpc``): how long a call waits for its reply by default.
+DEFAULT_CALL_TIMEOUT = 30.0
+MAX_CALL_TIMEOUT = 43_200.0
+
 DEFAULT_RECEIVE_WAIT_TIME = 0
 MAX_RECEIVE_WAIT_TIME = 20
 

@@ -55,6 +55,10 @@ queues = Table(
     # Message history (revision 0005): opt-in, like CloudTrail's data events.
     Column("history", Boolean, nullable=False, server_default=text("0")),
     Column("history_retention", Integer, nullable=False, server_default=text("604800")),
+    # Temporary queues (revision 0006): deleted after idle_timeout seconds without use; NULL for
+    # the others.  touched_at: the latest heartbeat of a process that holds it.
+    Column("idle_timeout", Integer),
+    Column("touched_at", BigInteger),
     sqlite_autoincrement=True,
 )
 

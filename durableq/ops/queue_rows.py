@@ -45,6 +45,7 @@ class QueueConfig:
     fifo_throughput_limit: str | None
     history: bool
     history_retention: int
+    idle_timeout: int | None  # seconds; set only on temporary queues
 
     @property
     def in_flight_limit(self) -> int:

@@ -13,6 +13,7 @@ from .moves import MoveTasks
 from .queue_rows import Catalog
 from .receive import Receiver
 from .retention import Sweeper
+from .temporary import Keeper
 
 
 class Runtime:
@@ -26,6 +27,7 @@ class Runtime:
             db, self.now_ms, self.catalog, self.sweeper, self.counters, real_clock=clock is time.time
         )
         self.moves = MoveTasks(db, self.now_ms, self.counters)
+        self.keeper = Keeper(db, self.now_ms, self.catalog, self.counters)
 
     def now_ms(self) -> int:
         """The broker clock in epoch milliseconds, the database's unit of time."""
@@ -45,6 +47,7 @@ class Runtime:
     def close(self) -> None:
         try:
             self.receiver.close()  # no more looks for waiting receives
+            self.keeper.close()
             self.moves.close()
             self.counters.close()  # writes the last counts: may fail on a full disk
         finally:

@@ -61,6 +61,7 @@ _IDENTITY = (
     "redrive_permission",
     "redrive_source_queues",
     *_STORED_ONLY,
+    "idle_timeout",
 )
 
 
@@ -219,10 +220,18 @@ def _kms_key(value: object) -> str | None:
 
 
 def create(
-    conn: sqlite3.Connection, name: str, fifo: bool, settings: Mapping[str, Any], now: int
+    conn: sqlite3.Connection,
+    name: str,
+    fifo: bool,
+    settings: Mapping[str, Any],
+    now: int,
+    idle_timeout: int | None = None,
 ) -> tuple[QueueConfig, bool]:
-    """Create the queue, or return the existing identical one; the flag says if it is new."""
+    """Create the queue, or return the existing identical one; the flag says if it is new.
+    ``idle_timeout`` makes it a temporary queue (see ``temporary.py``)."""
     given = {"fifo": fifo, **to_columns(fifo, settings, conn, name)}
+    if idle_timeout is not None:
+        given["idle_timeout"] = idle_timeout
     columns = {**_DEFAULTS, **given}
     if fifo:
         columns.setdefault("fifo_throughput_limit", limits.DEFAULT_FIFO_THROUGHPUT_LIMIT)
@@ -269,6 +278,7 @@ def attributes(queue: QueueConfig) -> dict[str, Any]:
         "redrive_policy": queue.redrive_policy,
         "redrive_allow_policy": queue.redrive_allow_policy,
         **{key: getattr(queue, key) for key in _STORED_ONLY},
+        **({"idle_timeout": queue.idle_timeout} if queue.idle_timeout is not None else {}),
         "created_at": datetime_from_ms(queue.created_at),
         "last_modified": datetime_from_ms(queue.last_modified),
     }

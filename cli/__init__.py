@@ -15,12 +15,12 @@ import click
 
 import durableq
 
-from . import analytics, db, events, messages, queues, redrive, send, serve, stats, worker
+from . import analytics, db, events, messages, queues, redrive, rpc, send, serve, stats, worker
 from .base import DurableQGroup, Settings
 
 DEFAULT_DB = "durableq.db"
 #: The modules whose ``COMMANDS`` make up the command line, in the order help lists them.
-COMMAND_MODULES = (db, queues, send, messages, stats, redrive, worker, analytics, events, serve)
+COMMAND_MODULES = (db, queues, send, messages, stats, redrive, worker, rpc, analytics, events, serve)
 
 
 @click.group(

@@ -100,6 +100,12 @@ def load_handler(spec: str) -> Callable[[durableq.Message], Any]:
     "--idle-timeout", type=float, help="Stop after this many seconds without messages (default: never)."
 )
 @click.option(
+    "--respond",
+    is_flag=True,
+    help="QUEUE holds requests (`durableq call`, durableq.rpc): send HANDLER's return value, a str, "
+    "as the reply, in the transaction that deletes the request.",
+)
+@click.option(
     "--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]), default="INFO", show_default=True
 )
 @json_option
@@ -121,6 +127,7 @@ def worker(
     wait: int,
     grace_period: float,
     idle_timeout: float | None,
+    respond: bool,
     log_level: str,
     as_json: bool,
 ) -> None:
@@ -136,6 +143,7 @@ def worker(
     \b
       durableq worker thumbnails myapp.jobs:make_thumbnail --concurrency 4
       durableq worker thumbnails myapp.jobs:make_thumbnail --processes --concurrency 2
+      durableq worker resize myapp.jobs:resize --respond
     """
     function = load_handler(handler)
     root = logging.getLogger()
@@ -153,6 +161,7 @@ def worker(
             grace_period=grace_period,
             idle_timeout=idle_timeout,
             process_initializer=functools.partial(configure_logging, log_level, as_json),
+            respond=respond,
         ).run()
     finally:  # leave logging as it was (this matters when the CLI runs inside another program)
         root.removeHandler(output)

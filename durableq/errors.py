@@ -30,6 +30,7 @@ __all__ = [
     "QueueDoesNotExist",
     "QueueNameExists",
     "ReceiptHandleIsInvalid",
+    "RequestTimeout",
     "ResourceNotFoundException",
     "SchemaVersionTooNew",
     "TooManyEntriesInBatchRequest",
@@ -89,6 +90,10 @@ class MessageNotInflight(DurableQError):
 
 class OverLimit(DurableQError):
     """The queue has reached its limit of messages in flight."""
+
+
+class RequestTimeout(DurableQError):
+    """No reply came to a request within its call's timeout (``durableq.rpc``)."""
 
 
 class EmptyBatchRequest(DurableQError):

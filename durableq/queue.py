@@ -19,6 +19,7 @@ from .ops import (
     peek,
     permissions,
     queue_rows,
+    replies,
     send,
     settings,
     stats,
@@ -329,6 +330,18 @@ class Queue:
                 )
             outcomes = visibility.delete_many(conn, queue, [row[1] for row in rows], now, rt.counters)
         return batch.outcomes(ids, outcomes)
+
+    def respond(
+        self, request: Message, body: str, *, attributes: Mapping[str, AttributeInput] | None = None
+    ) -> SendResult | None:
+        """Answer a request received from this queue (see :mod:`durableq.rpc`): send ``body`` to its
+        reply queue with its correlation id and delete the request, in one transaction.  Returns
+        None if the reply queue is gone (its requester left); the request is deleted anyway."""
+        item = send.check(body, attributes=replies.reply_attributes(request, attributes))
+        rt = self._rt
+        with rt.db.write() as conn:
+            self._fresh(conn)
+            return replies.respond(conn, rt.catalog, self._name, request, item, rt.now_ms(), rt.counters)
 
     def change_visibility(self, receipt_handle: str, timeout: int) -> None:
         """Hide the message until ``timeout`` seconds from now (0 makes it visible at once)."""

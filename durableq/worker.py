@@ -66,7 +66,10 @@ class Worker:
     message is retried.  With ``idle_timeout``, ``run`` also returns once no
     message came and none ran for that many seconds (batch jobs, demos).
     ``process_initializer`` runs first in each worker process (for example to
-    configure logging there; it must be picklable, like the handler).
+    configure logging there; it must be picklable, like the handler).  With
+    ``respond`` the queue holds requests (:mod:`durableq.rpc`): the handler's
+    return value, a ``str``, is sent to the request's reply queue in the same
+    transaction as the delete (``Queue.respond``).
     """
 
     def __init__(
@@ -84,6 +87,7 @@ class Worker:
         grace_period: float = DEFAULT_GRACE_PERIOD,
         idle_timeout: float | None = None,
         process_initializer: Callable[[], object] | None = None,
+        respond: bool = False,
     ) -> None:
         if not callable(handler):
             raise InvalidParameterValue("handler must be a callable taking a durableq.Message")
@@ -112,6 +116,7 @@ class Worker:
             validation.number("idle_timeout", idle_timeout, 0, MAX_GRACE_PERIOD)
         self.idle_timeout = idle_timeout
         self.process_initializer = process_initializer
+        self.respond = respond
         self._stop = threading.Event()
         self._stopped_by: str | None = None  # the signal that stopped the worker, if one did
         self._jobs: dict[str, _Job] = {}
@@ -204,19 +209,25 @@ class Worker:
     def _handle(self, message: Message) -> None:
         started = time.monotonic()
         try:
-            self.handler(message)
+            result = self.handler(message)
+            if self.respond and not isinstance(result, str):
+                raise TypeError(
+                    f"a responder's handler must return the reply, a str; got {type(result).__name__}"
+                )
         except Exception as exc:  # noqa: BLE001 - the handler's failure is the message's, not the worker's
             self._finish(message, started, failure=exc)
         else:
-            self._finish(message, started, failure=None)
+            self._finish(message, started, failure=None, result=result)
 
-    def _finish(self, message: Message, started: float, failure: Exception | None) -> None:
+    def _finish(
+        self, message: Message, started: float, failure: Exception | None, result: Any = None
+    ) -> None:
         with self._lock:
             job = self._jobs.get(message.receipt_handle)
             if job is not None and not job.released:
                 job.settling = True  # from now on the drain waits for it instead of releasing it
         try:
-            self._settle(job, message, started, failure)
+            self._settle(job, message, started, failure, result)
         finally:
             # Only now does the job leave: a worker that stops never returns between a
             # handler's success and the delete it earned.
@@ -224,7 +235,9 @@ class Worker:
                 self._jobs.pop(message.receipt_handle, None)
                 self._lock.notify_all()
 
-    def _settle(self, job: _Job | None, message: Message, started: float, failure: Exception | None) -> None:
+    def _settle(
+        self, job: _Job | None, message: Message, started: float, failure: Exception | None, result: Any
+    ) -> None:
         took = time.monotonic() - started
         if job is None or job.released:
             log.warning(
@@ -242,7 +255,10 @@ class Worker:
             return
         try:
             if failure is None:
-                self.queue.delete(message.receipt_handle)
+                if self.respond:
+                    self.queue.respond(message, result)
+                else:
+                    self.queue.delete(message.receipt_handle)
                 log.info(
                     "job %s done in %.3f s", message.message_id, took, extra=_outcome(message, "done", took)
                 )
@@ -346,6 +362,7 @@ class Worker:
             "backoff": self.backoff,
             "grace_period": self.grace_period,
             "idle_timeout": self.idle_timeout,
+            "respond": self.respond,
         }
         children = [
             context.Process(

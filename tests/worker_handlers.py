@@ -51,3 +51,14 @@ def events(path: str) -> list[tuple[str, str, int, float]]:
         return []
     with open(path) as handle:
         return [(e, j, int(p), float(t)) for e, j, p, t in (line.split() for line in handle if line.strip())]
+
+
+def reply_upper(message: durableq.Message) -> str:
+    """A responder's handler (``--respond``): the reply is the request's body in capitals."""
+    return message.body.upper()
+
+
+def reply_upper_slowly(message: durableq.Message) -> str:
+    """:func:`reply_upper` taking 20 ms, so that a responder killed at random is often mid-work."""
+    time.sleep(0.02)
+    return reply_upper(message)

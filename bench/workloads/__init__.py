@@ -1,11 +1,12 @@
 """The workloads by number (``python -m bench --workloads 1,2,5``): 1-8 of issue 8, 9 the endpoint,
-10 threads of one process (group commit), 11 the buffered client, 12 message history's cost."""
+10 threads of one process (group commit), 11 the buffered client, 12 message history's cost,
+13 request-response."""
 
 from __future__ import annotations
 
 from ..endpoint import workload as endpoint
 from ..model import Workload
-from . import buffered, concurrent, cycle, fifo, history, latency, longpoll, memory, phases, threads
+from . import buffered, concurrent, cycle, fifo, history, latency, longpoll, memory, phases, rpc, threads
 
 WORKLOADS: dict[int, Workload] = {
     w.number: w
@@ -22,5 +23,6 @@ WORKLOADS: dict[int, Workload] = {
         Workload(10, threads.run),
         Workload(11, buffered.run),
         Workload(12, history.run),
+        Workload(13, rpc.run),
     )
 }

@@ -152,16 +152,15 @@ class Requester:
             wait = self._expire_overdue()
             try:
                 replies = self._replies.receive(limits.MAX_MESSAGES_PER_RECEIVE, wait_time=wait)
-                if replies:
+                for reply in replies:  # first: the callers need not wait for the delete's commit
+                    self._deliver(reply)
+                if replies:  # a reply whose delete failed comes back later and is dropped then
                     self._replies.delete_batch([m.receipt_handle for m in replies])
             except (QueueDoesNotExist, BrokerClosed):
                 return  # closed (or the broker was): nothing more can come
             except DurableQError:
-                log.warning("could not receive replies (will retry)", exc_info=True)
+                log.warning("could not receive or delete replies (will retry)", exc_info=True)
                 time.sleep(1)  # the file refuses (locked, full): back off rather than spin
-                continue
-            for reply in replies:
-                self._deliver(reply)
 
     def _deliver(self, reply: Message) -> None:
         attribute = reply.attributes.get(CORRELATION_ID)

@@ -118,3 +118,24 @@ def test_two_long_polls_never_get_the_same_message(queue: durableq.Queue) -> Non
     for waiter in waiters:
         waiter.join()
     assert sorted(len(r) for r in results) == [0, 1]
+
+
+@pytest.mark.parametrize("fifo", [False, True])
+def test_deleting_the_queue_ends_its_long_polls_with_queue_does_not_exist(
+    broker: durableq.Broker, fifo: bool
+) -> None:
+    queue = broker.create_queue("gone.fifo" if fifo else "gone", fifo=fifo)
+    failures: list[BaseException] = []
+
+    def poll() -> None:
+        try:
+            queue.receive(wait_time=20)
+        except durableq.DurableQError as exc:
+            failures.append(exc)
+
+    thread = threading.Thread(target=poll)
+    thread.start()
+    until_long_polls_wait()
+    broker.delete_queue(queue.name)
+    thread.join()
+    assert [type(f) for f in failures] == [durableq.QueueDoesNotExist]  # not an empty list at 20 s

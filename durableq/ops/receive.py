@@ -43,14 +43,16 @@ WHERE id IN (
   ORDER BY visible_at LIMIT {IN_FLIGHT_ROOM_SQL})
 RETURNING {COLUMNS}
 """
-# A waiting room's look: how many are ready (up to :limit), and when the next one will be.
+# A waiting room's look: how many are ready (up to :limit), when the next one will be, and whether
+# the queue still exists (a deleted queue's waiters are let in at once, to fail QueueDoesNotExist).
+_EXISTS = "EXISTS (SELECT 1 FROM queues WHERE id = :queue_id)"
 _LOOK_STANDARD = f"""SELECT
   (SELECT count(*) FROM (SELECT 1 FROM messages WHERE {_HEAD_WHERE} LIMIT :limit)),
-  (SELECT min(visible_at) FROM messages WHERE queue_id = :queue_id AND visible_at > :now)"""
-_LOOK_FIFO = """SELECT
+  (SELECT min(visible_at) FROM messages WHERE queue_id = :queue_id AND visible_at > :now), {_EXISTS}"""
+_LOOK_FIFO = f"""SELECT
   (SELECT count(*) FROM (SELECT 1 FROM fifo_groups
     WHERE queue_id = :queue_id AND available_at <= :now LIMIT :limit)),
-  (SELECT min(available_at) FROM fifo_groups WHERE queue_id = :queue_id AND available_at > :now)"""
+  (SELECT min(available_at) FROM fifo_groups WHERE queue_id = :queue_id AND available_at > :now), {_EXISTS}"""
 
 #: One step of a receive: the seconds it may wait for its waiter to be woken, or the result.
 Steps = Generator[float, None, list[Message]]
@@ -234,8 +236,10 @@ class Receiver:
         and when the next delayed or in-flight one becomes visible (broker clock, ms)."""
         params = {"queue_id": queue.id, "now": self._clock_ms(), "limit": limit}
         with self._db.statement() as conn:
-            ready, next_at = conn.execute(_LOOK_FIFO if queue.fifo else _LOOK_STANDARD, params).fetchone()
-        return ready, next_at
+            ready, next_at, exists = conn.execute(
+                _LOOK_FIFO if queue.fifo else _LOOK_STANDARD, params
+            ).fetchone()
+        return (ready, next_at) if exists else (limit, None)
 
 
 class _Stepper:

@@ -62,6 +62,7 @@ from .types import (
     SendEntry,
     SendResult,
 )
+from .virtual import VirtualQueue
 from .worker import Worker
 
 __version__ = "0.1.0"
@@ -113,6 +114,7 @@ __all__ = [
     "TemporaryQueue",
     "TooManyEntriesInBatchRequest",
     "UnsupportedOperation",
+    "VirtualQueue",
     "Worker",
     "errors",
     "open",

@@ -7,11 +7,11 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import limits
 from .engines.sqlite import Database
-from .errors import BatchRequestTooLong, DurableQError, InvalidParameterValue
+from .errors import BatchRequestTooLong, DurableQError, InvalidParameterValue, UnsupportedOperation
 from .ops import (
     audit,
     batch,
@@ -41,6 +41,9 @@ from .types import (
     SendResult,
 )
 
+if TYPE_CHECKING:
+    from .virtual import VirtualQueue
+
 
 def _this_queue(queue: Queue, *args: object, **kwargs: object) -> str:
     """The queue an audited method of a Queue acts on: its own."""
@@ -49,6 +52,9 @@ def _this_queue(queue: Queue, *args: object, **kwargs: object) -> str:
 
 class Queue:
     """A queue of an open broker.  Cheap to create; safe to share between threads."""
+
+    #: The virtual queue of the queue that sends and receives go to (:class:`~durableq.VirtualQueue`).
+    _virtual: str | None = None
 
     def __init__(self, runtime: Runtime, name: str, fifo: bool) -> None:
         self._rt = runtime
@@ -223,7 +229,9 @@ class Queue:
         rt = self._rt
         if not self._fifo:
             with rt.db.change() as conn:
-                return send.send_one(conn, rt.catalog, self._name, item, rt.now_ms(), rt.counters)
+                return send.send_one(
+                    conn, rt.catalog, self._name, item, rt.now_ms(), rt.counters, self._virtual
+                )
         with rt.db.write() as conn:
             (result,) = send.insert(conn, self._fresh(conn), [item], rt.now_ms(), rt.counters)
         if isinstance(result, DurableQError):
@@ -259,7 +267,9 @@ class Queue:
         valid = [item for item in checked if isinstance(item, send.Outgoing)]
         rt = self._rt
         with rt.db.write() as conn:
-            inserted = iter(send.insert(conn, self._fresh(conn), valid, rt.now_ms(), rt.counters))
+            inserted = iter(
+                send.insert(conn, self._fresh(conn), valid, rt.now_ms(), rt.counters, self._virtual)
+            )
         successful, failed = [], []
         for entry_id, item in zip(ids, checked):
             outcome = item if isinstance(item, DurableQError) else next(inserted)
@@ -287,7 +297,9 @@ class Queue:
         wakes it when any process commits.
         """
         _check_receive(max_messages, visibility_timeout, wait_time, attempt_id)
-        return self._rt.receiver.receive(self._name, max_messages, visibility_timeout, wait_time, attempt_id)
+        return self._rt.receiver.receive(
+            self._name, max_messages, visibility_timeout, wait_time, attempt_id, self._virtual
+        )
 
     async def receive_async(
         self,
@@ -306,7 +318,7 @@ class Queue:
         """
         _check_receive(max_messages, visibility_timeout, wait_time, attempt_id)
         return await self._rt.receiver.receive_async(
-            self._name, max_messages, visibility_timeout, wait_time, attempt_id, executor
+            self._name, max_messages, visibility_timeout, wait_time, attempt_id, executor, self._virtual
         )
 
     def delete(self, receipt_handle: str) -> None:
@@ -330,6 +342,17 @@ class Queue:
                 )
             outcomes = visibility.delete_many(conn, queue, [row[1] for row in rows], now, rt.counters)
         return batch.outcomes(ids, outcomes)
+
+    def virtual_queue(self, name: str) -> VirtualQueue:
+        """A virtual queue of this (standard) queue: its messages live in this queue but are received
+        only through it.  Creating one writes nothing (no queue row, no schema change): it exists
+        while it holds messages; see :class:`~durableq.VirtualQueue`."""
+        from .virtual import VirtualQueue
+
+        validation.virtual_queue_name(name)
+        if self._fifo:
+            raise UnsupportedOperation(f"virtual queues are of standard queues; {self._name!r} is FIFO")
+        return VirtualQueue(self._rt, self._name, name)
 
     def respond(
         self, request: Message, body: str, *, attributes: Mapping[str, AttributeInput] | None = None

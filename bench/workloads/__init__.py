@@ -1,12 +1,25 @@
 """The workloads by number (``python -m bench --workloads 1,2,5``): 1-8 of issue 8, 9 the endpoint,
 10 threads of one process (group commit), 11 the buffered client, 12 message history's cost,
-13 request-response."""
+13 request-response, 14 virtual queues."""
 
 from __future__ import annotations
 
 from ..endpoint import workload as endpoint
 from ..model import Workload
-from . import buffered, concurrent, cycle, fifo, history, latency, longpoll, memory, phases, rpc, threads
+from . import (
+    buffered,
+    concurrent,
+    cycle,
+    fifo,
+    history,
+    latency,
+    longpoll,
+    memory,
+    phases,
+    rpc,
+    threads,
+    virtual,
+)
 
 WORKLOADS: dict[int, Workload] = {
     w.number: w
@@ -24,5 +37,6 @@ WORKLOADS: dict[int, Workload] = {
         Workload(11, buffered.run),
         Workload(12, history.run),
         Workload(13, rpc.run),
+        Workload(14, virtual.run),
     )
 }

@@ -83,11 +83,22 @@ messages = Table(
     Column("sequence", BigInteger),
     Column("dead_letter_source", Text),
     Column("trace_header", Text),  # AWSTraceHeader (revision 0002)
+    Column("virtual", Text),  # the virtual queue of its queue it belongs to (revision 0006), or NULL
     # Receive claims the head of this index; with enqueued_at and receive_count in it,
     # stats and the in-flight check count from the index alone, reading no message row.
     Index("ix_messages_visible", "queue_id", "visible_at", "enqueued_at", "receive_count"),
     # Retention sweeps and the oldest-message age.
     Index("ix_messages_enqueued", "queue_id", "enqueued_at"),
+    # Receive of a virtual queue: its own head, however many virtual queues share the host.
+    Index(
+        "ix_messages_virtual",
+        "queue_id",
+        "virtual",
+        "visible_at",
+        "enqueued_at",
+        "receive_count",
+        sqlite_where=text("virtual IS NOT NULL"),
+    ),
     Index(
         "ix_messages_group",
         "queue_id",

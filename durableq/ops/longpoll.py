@@ -30,7 +30,8 @@ from .queue_rows import QueueConfig
 log = logging.getLogger(__name__)
 
 #: A room's look: (messages or groups ready now, up to the limit given; when the next is due, broker ms).
-Look = Callable[[QueueConfig, int], tuple[int, int | None]]
+#: Its arguments: the queue, the virtual queue of it (None for the queue itself), the limit.
+Look = Callable[[QueueConfig, str | None, int], tuple[int, int | None]]
 
 
 class Waiter:
@@ -91,10 +92,11 @@ class AsyncWaiter(Waiter):
 class Room:
     """The waiters of one queue: those in line, and those admitted and looking."""
 
-    __slots__ = ("check_pending", "line", "looking", "queue", "timer", "timer_at")
+    __slots__ = ("check_pending", "line", "looking", "queue", "timer", "timer_at", "virtual")
 
-    def __init__(self, queue: QueueConfig) -> None:
+    def __init__(self, queue: QueueConfig, virtual: str | None) -> None:
         self.queue = queue
+        self.virtual = virtual  # the waiters of a virtual queue of ``queue`` have a room of their own
         self.line: dict[Waiter, None] = {}  # insertion-ordered: the oldest waiter first
         self.looking: dict[Waiter, None] = {}
         self.check_pending = False
@@ -116,7 +118,7 @@ class Rooms:
         self._clock_ms = clock_ms
         self._real_clock = real_clock
         self._lock = threading.Lock()
-        self._rooms: dict[int, Room] = {}
+        self._rooms: dict[tuple[int, str | None], Room] = {}  # by (queue id, virtual queue)
         self._watch: Watcher | None = None
         self._closed = False
         self._orphans: list[Waiter] = []
@@ -133,8 +135,9 @@ class Rooms:
 
     # -- the waiting receive's side (any thread) -----------------------------------
 
-    def join(self, waiter: Waiter, queue: QueueConfig) -> None:
-        """Wait in the room of ``queue``; the room looks at once (the receive's own look is already old)."""
+    def join(self, waiter: Waiter, queue: QueueConfig, virtual: str | None = None) -> None:
+        """Wait in the room of ``queue`` (or of its virtual queue ``virtual``); the room looks at once
+        (the receive's own look is already old)."""
         watch = self._watcher()
         with self._lock:
             if self._closed:
@@ -143,9 +146,9 @@ class Rooms:
                 return
             if not self._rooms:
                 watch.subscribe(self._changed)
-            room = self._rooms.get(queue.id)
+            room = self._rooms.get((queue.id, virtual))
             if room is None:
-                room = self._rooms[queue.id] = Room(queue)
+                room = self._rooms[queue.id, virtual] = Room(queue, virtual)
             room.queue = queue
             waiter.room = room
             waiter.admitted = False
@@ -166,7 +169,7 @@ class Rooms:
         room = waiter.room
         if room is not None and room.queue.id != queue.id:  # the queue was deleted and created again
             self.leave(waiter)
-            self.join(waiter, queue)
+            self.join(waiter, queue, room.virtual)
             return
         with self._lock:
             if room is None or self._closed:
@@ -190,8 +193,8 @@ class Rooms:
             if was_looking and room.line:
                 # What it was let in for may still be there (it took less, or failed): look again.
                 self._request_check(room)
-            if not room and self._rooms.get(room.queue.id) is room:
-                del self._rooms[room.queue.id]
+            if not room and self._rooms.get((room.queue.id, room.virtual)) is room:
+                del self._rooms[room.queue.id, room.virtual]
                 if room.timer is not None:
                     room.timer.cancel()
                 if not self._rooms and self._watch is not None:
@@ -247,7 +250,7 @@ class Rooms:
     def _check(self, room: Room) -> None:
         with self._lock:
             room.check_pending = False
-            if not room.line or self._rooms.get(room.queue.id) is not room:
+            if not room.line or self._rooms.get((room.queue.id, room.virtual)) is not room:
                 return
             queue = room.queue
             wanted = sum(w.capacity for w in room.line) + sum(w.capacity for w in room.looking)
@@ -255,7 +258,7 @@ class Rooms:
             if self._closed:
                 return
             try:
-                ready, next_at = self._look(queue, wanted)
+                ready, next_at = self._look(queue, room.virtual, wanted)
             except DurableQError as exc:  # busy: look again a little later
                 log.debug("a long-poll look at %s failed: %s", queue.name, exc)
                 self._watcher().call_later(limits.LONG_POLL_RETRY, lambda: self._check(room))

@@ -17,7 +17,7 @@ from collections.abc import Callable, Generator
 from concurrent.futures import Executor
 
 from ..engines.sqlite import Database
-from ..errors import OverLimit
+from ..errors import OverLimit, UnsupportedOperation
 from ..types import Message
 from . import fifo, history, redrive, relocation
 from .counters import EMPTY_RECEIVES, RECEIVED, Counters
@@ -31,24 +31,42 @@ from .stats import IN_FLIGHT_ROOM_SQL, in_flight_count, in_flight_room
 # that went stale cannot make a claim wrong; a deleted queue (ids are never
 # reused) matches nothing, and the caller then re-reads the row.
 _LIVE = "(SELECT {} FROM queues WHERE id = :queue_id)"
-_HEAD_WHERE = f"""queue_id = :queue_id AND visible_at <= :now
+# A queue's own messages, or those of one of its virtual queues (``:virtual``; ix_messages_virtual).
+_OWNER = {False: "virtual IS NULL", True: "virtual = :virtual"}
+
+
+def _head_where(virtual: bool) -> str:
+    return f"""queue_id = :queue_id AND {_OWNER[virtual]} AND visible_at <= :now
   AND {unexpired_sql(_LIVE.format("retention_period"))}"""
-# The head of ix_messages_visible: visible, unexpired rows, earliest visible first.
-_HEAD = f"SELECT id, receive_count FROM messages WHERE {_HEAD_WHERE} ORDER BY visible_at LIMIT :limit"
-# The in-flight limit is part of the claim: the statement takes only as many as fit.
-_CLAIM_HEAD = f"""
+
+
+# The head of ix_messages_visible (ix_messages_virtual): visible, unexpired rows, earliest visible first.
+_HEAD = {
+    v: f"SELECT id, receive_count FROM messages WHERE {_head_where(v)} ORDER BY visible_at LIMIT :limit"
+    for v in (False, True)
+}
+# The in-flight limit is part of the claim: the statement takes only as many as fit (the limit is
+# the queue's, its virtual queues' messages included).
+_CLAIM_HEAD = {
+    v: f"""
 UPDATE messages SET {claim_set(f":now + coalesce(:timeout, {_LIVE.format('visibility_timeout')}) * 1000")}
 WHERE id IN (
-  SELECT id FROM messages WHERE {_HEAD_WHERE} AND {redrive.NOT_EXHAUSTED_SQL}
+  SELECT id FROM messages WHERE {_head_where(v)} AND {redrive.NOT_EXHAUSTED_SQL}
   ORDER BY visible_at LIMIT {IN_FLIGHT_ROOM_SQL})
 RETURNING {COLUMNS}
 """
+    for v in (False, True)
+}
 # A waiting room's look: how many are ready (up to :limit), when the next one will be, and whether
 # the queue still exists (a deleted queue's waiters are let in at once, to fail QueueDoesNotExist).
 _EXISTS = "EXISTS (SELECT 1 FROM queues WHERE id = :queue_id)"
-_LOOK_STANDARD = f"""SELECT
-  (SELECT count(*) FROM (SELECT 1 FROM messages WHERE {_HEAD_WHERE} LIMIT :limit)),
-  (SELECT min(visible_at) FROM messages WHERE queue_id = :queue_id AND visible_at > :now), {_EXISTS}"""
+_LOOK_STANDARD = {
+    v: f"""SELECT
+  (SELECT count(*) FROM (SELECT 1 FROM messages WHERE {_head_where(v)} LIMIT :limit)),
+  (SELECT min(visible_at) FROM messages
+    WHERE queue_id = :queue_id {"AND virtual = :virtual" if v else ""} AND visible_at > :now), {_EXISTS}"""
+    for v in (False, True)
+}
 _LOOK_FIFO = f"""SELECT
   (SELECT count(*) FROM (SELECT 1 FROM fifo_groups
     WHERE queue_id = :queue_id AND available_at <= :now LIMIT :limit)),
@@ -85,10 +103,12 @@ class Receiver:
         visibility_timeout: int | None,
         wait_time: int | None,
         attempt_id: str | None,
+        virtual: str | None = None,
     ) -> list[Message]:
-        """Receive, blocking this thread (without polling) while it waits."""
+        """Receive, blocking this thread (without polling) while it waits.  ``virtual``: from that
+        virtual queue of the queue instead of the queue's own messages."""
         waiter = ThreadWaiter(max_messages)
-        steps = self._steps(name, max_messages, visibility_timeout, wait_time, attempt_id, waiter)
+        steps = self._steps(name, max_messages, visibility_timeout, wait_time, attempt_id, waiter, virtual)
         try:
             timeout = next(steps)
             while True:
@@ -108,11 +128,12 @@ class Receiver:
         wait_time: int | None,
         attempt_id: str | None,
         executor: Executor | None,
+        virtual: str | None = None,
     ) -> list[Message]:
         """Receive from a coroutine: each look runs in ``executor``; the waits hold no thread."""
         loop = asyncio.get_running_loop()
         waiter = AsyncWaiter(max_messages, loop)
-        steps = self._steps(name, max_messages, visibility_timeout, wait_time, attempt_id, waiter)
+        steps = self._steps(name, max_messages, visibility_timeout, wait_time, attempt_id, waiter, virtual)
         stepper = _Stepper(steps)
         try:
             while True:
@@ -144,25 +165,30 @@ class Receiver:
         wait_time: int | None,
         attempt_id: str | None,
         waiter: Waiter,
+        virtual: str | None,
     ) -> Steps:
         """The long-poll rule, once for every caller: look; if nothing came and the wait allows, wait in
         the queue's room until admitted, look again, and so on until messages come or the deadline passes.
         Each ``yield`` hands the caller the seconds left; the caller waits for ``waiter`` that long."""
-        messages, queue = self._attempt(name, max_messages, visibility_timeout, attempt_id, wait_time)
+        messages, queue = self._attempt(
+            name, max_messages, visibility_timeout, attempt_id, wait_time, virtual
+        )
         if messages:
             return messages
         wait = queue.receive_wait_time if wait_time is None else wait_time
         if wait:
             deadline = time.monotonic() + wait
             rooms = self._rooms
-            rooms.join(waiter, queue)  # the room looks once it holds the waiter: nothing slips between
+            rooms.join(waiter, queue, virtual)  # the room looks once it holds the waiter: nothing slips in
             try:
                 while (left := deadline - time.monotonic()) > 0:
                     yield left
                     if not rooms.admitted(waiter):
                         continue  # the deadline passed, or a stale wake-up
                     seen = rooms.generation()
-                    messages, queue = self._attempt(name, max_messages, visibility_timeout, attempt_id, wait)
+                    messages, queue = self._attempt(
+                        name, max_messages, visibility_timeout, attempt_id, wait, virtual
+                    )
                     if messages:
                         return messages
                     rooms.back(waiter, queue, seen)
@@ -178,6 +204,7 @@ class Receiver:
         visibility_timeout: int | None,
         attempt_id: str | None,
         wait_time: int | None,
+        virtual: str | None,
     ) -> tuple[list[Message], QueueConfig]:
         db, catalog = self._db, self._catalog
         with db.change() as conn:
@@ -186,7 +213,7 @@ class Receiver:
                 # The common case: one claim statement, atomic without an explicit transaction
                 # (with its events, one small one: see history.atomic).
                 with history.atomic(conn, queue):
-                    messages = self._claim(conn, queue, limit, visibility_timeout, None, wait_time)
+                    messages = self._claim(conn, queue, limit, visibility_timeout, None, wait_time, virtual)
                 if messages:
                     return messages, queue
                 # Nothing came: re-check the cached row (the queue may be gone, or have
@@ -196,7 +223,8 @@ class Receiver:
                     return messages, queue
         with db.write() as conn:
             queue = catalog.get(conn, name, fresh=True)
-            return self._claim(conn, queue, limit, visibility_timeout, attempt_id, wait_time), queue
+            claimed = self._claim(conn, queue, limit, visibility_timeout, attempt_id, wait_time, virtual)
+            return claimed, queue
 
     def _claim(
         self,
@@ -206,10 +234,13 @@ class Receiver:
         visibility_timeout: int | None,
         attempt_id: str | None,
         wait_time: int | None,
+        virtual: str | None = None,
     ) -> list[Message]:
         now = self._clock_ms()
         self._sweeper.maybe_sweep(conn, queue, now)
         target = redrive.target_of(conn, queue)
+        if queue.fifo and virtual is not None:
+            raise UnsupportedOperation(f"virtual queues are of standard queues; {queue.name!r} is FIFO")
         if queue.fifo:
             timeout = queue.visibility_timeout if visibility_timeout is None else visibility_timeout
             limit = in_flight_room(conn, queue, now, limit)  # exact: this is the write transaction
@@ -219,7 +250,9 @@ class Receiver:
                 else []
             )
         else:
-            messages = _claim_standard(conn, queue, limit, visibility_timeout, now, target, self._counters)
+            messages = _claim_standard(
+                conn, queue, limit, visibility_timeout, now, target, self._counters, virtual
+            )
         if messages:
             self._counters.add(queue.name, now, RECEIVED, len(messages))
         elif in_flight_count(conn, queue, now) >= queue.in_flight_limit:
@@ -231,14 +264,13 @@ class Receiver:
             )
         return messages
 
-    def _look(self, queue: QueueConfig, limit: int) -> tuple[int, int | None]:
+    def _look(self, queue: QueueConfig, virtual: str | None, limit: int) -> tuple[int, int | None]:
         """A cheap read for a waiting room: how many could a claim find now (up to ``limit``),
         and when the next delayed or in-flight one becomes visible (broker clock, ms)."""
-        params = {"queue_id": queue.id, "now": self._clock_ms(), "limit": limit}
+        params = {"queue_id": queue.id, "now": self._clock_ms(), "limit": limit, "virtual": virtual}
+        look = _LOOK_FIFO if queue.fifo else _LOOK_STANDARD[virtual is not None]
         with self._db.statement() as conn:
-            ready, next_at, exists = conn.execute(
-                _LOOK_FIFO if queue.fifo else _LOOK_STANDARD, params
-            ).fetchone()
+            ready, next_at, exists = conn.execute(look, params).fetchone()
         return (ready, next_at) if exists else (limit, None)
 
 
@@ -276,8 +308,11 @@ def _claim_standard(
     now: int,
     target: QueueConfig | None,
     counters: Counters,
+    virtual: str | None,
 ) -> list[Message]:
+    mine = virtual is not None
     params = {
+        "virtual": virtual,
         "queue_id": queue.id,
         "now": now,
         "limit": limit,
@@ -287,10 +322,10 @@ def _claim_standard(
     if target is not None:
         # A message received max_receive_count times goes to the dead-letter queue instead.
         while over := [
-            row_id for row_id, count in conn.execute(_HEAD, params) if redrive.exhausted(count, queue)
+            row_id for row_id, count in conn.execute(_HEAD[mine], params) if redrive.exhausted(count, queue)
         ]:
             relocation.move(conn, relocation.Kind.DEAD_LETTER, queue, target, over, now, counters)
-    rows = conn.execute(_CLAIM_HEAD, params).fetchall()
+    rows = conn.execute(_CLAIM_HEAD[mine], params).fetchall()
     rows.sort(key=lambda row: (row[6], row[0]))  # RETURNING order is unspecified: oldest first
     history.record(conn, queue, now, history.RECEIVED, [(row[1], row[5]) for row in rows])
     return [to_message(row) for row in rows]

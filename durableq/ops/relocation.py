@@ -38,9 +38,10 @@ class Kind(Enum):
 
 
 # What a moved row becomes in its new queue, by kind (SET clauses after the common ones).
+# A message of a virtual queue arrives as a message of the target queue itself.
 _ARRIVAL = {
-    Kind.DEAD_LETTER: "dead_letter_source = :source_name",
-    Kind.MOVE_TASK: "dead_letter_source = NULL, receive_count = 0, first_received_at = NULL",
+    Kind.DEAD_LETTER: "dead_letter_source = :source_name, virtual = NULL",
+    Kind.MOVE_TASK: "dead_letter_source = NULL, receive_count = 0, first_received_at = NULL, virtual = NULL",
 }
 # Rows of the source that may move: its own, not expired.  A FIFO move lists them in sequence order.
 # (``+queue_id``: the row ids pick the rows through the primary key; without it SQLite would walk the

@@ -9,7 +9,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import limits
-from ..errors import DurableQError, InvalidParameterValue, MissingParameter, QueueDoesNotExist
+from ..errors import (
+    DurableQError,
+    InvalidParameterValue,
+    MissingParameter,
+    QueueDoesNotExist,
+    UnsupportedOperation,
+)
 from ..types import Attribute, SendResult, md5_hex
 from . import attributes as attrs
 from . import fifo, history, validation
@@ -23,9 +29,9 @@ from .queue_rows import Catalog, QueueConfig
 _INSERT = """
 INSERT INTO messages
   (queue_id, message_id, body, attributes, enqueued_at, visible_at, group_id, deduplication_id, sequence,
-   trace_header)
+   trace_header, virtual)
 SELECT id, :message_id, :body, :attributes, :now, :now + coalesce(:delay, delay_seconds) * 1000,
-       :group_id, :deduplication_id, :sequence, :trace_header
+       :group_id, :deduplication_id, :sequence, :trace_header, :virtual
 FROM queues WHERE id = :queue_id AND maximum_message_size >= :size
 """
 
@@ -81,9 +87,16 @@ def new_message_id() -> str:
 
 
 def send_one(
-    conn: sqlite3.Connection, catalog: Catalog, name: str, item: Outgoing, now: int, counters: Counters
+    conn: sqlite3.Connection,
+    catalog: Catalog,
+    name: str,
+    item: Outgoing,
+    now: int,
+    counters: Counters,
+    virtual: str | None = None,
 ) -> SendResult:
-    """Send one message to standard queue ``name``: a single statement, atomic by itself.
+    """Send one message to standard queue ``name`` (to its virtual queue ``virtual``, if given): a
+    single statement, atomic by itself.
 
     The queue row comes from the catalog's cache; if the insert matches no
     queue row, the row is read afresh to say why (or to retry a recreated queue).
@@ -92,10 +105,12 @@ def send_one(
     message_id = new_message_id()
     queue = catalog.get(conn, name)
     with history.atomic(conn, queue):
-        if conn.execute(_INSERT, _row(queue.id, message_id, item, item.delay_seconds, now)).rowcount != 1:
+        row = _row(queue.id, message_id, item, item.delay_seconds, now, virtual=virtual)
+        if conn.execute(_INSERT, row).rowcount != 1:
             queue = catalog.get(conn, name, fresh=True)  # QueueDoesNotExist if it is gone
             _check_for_queue(queue, item)
-            if conn.execute(_INSERT, _row(queue.id, message_id, item, item.delay_seconds, now)).rowcount != 1:
+            row["queue_id"] = queue.id
+            if conn.execute(_INSERT, row).rowcount != 1:
                 raise QueueDoesNotExist(f"queue {name!r} does not exist")
         history.record(conn, queue, now, history.SENT, [(message_id, 0)])
     counters.add(name, now, SENT)
@@ -103,9 +118,17 @@ def send_one(
 
 
 def insert(
-    conn: sqlite3.Connection, queue: QueueConfig, items: list[Outgoing], now: int, counters: Counters
+    conn: sqlite3.Connection,
+    queue: QueueConfig,
+    items: list[Outgoing],
+    now: int,
+    counters: Counters,
+    virtual: str | None = None,
 ) -> list[SendResult | DurableQError]:
-    """Insert ``items`` in order, in the caller's write transaction; one result or error each."""
+    """Insert ``items`` in order, in the caller's write transaction (into the virtual queue
+    ``virtual`` of a standard queue, if given); one result or error each."""
+    if queue.fifo and virtual is not None:
+        raise UnsupportedOperation(f"virtual queues are of standard queues; {queue.name!r} is FIFO")
     if queue.fifo:
         return _insert_fifo(conn, queue, items, now, counters)
     results: list[SendResult | DurableQError] = []
@@ -118,7 +141,7 @@ def insert(
             results.append(exc)
             continue
         message_id = new_message_id()
-        rows.append(_row(queue.id, message_id, item, item.delay_seconds, now))
+        rows.append(_row(queue.id, message_id, item, item.delay_seconds, now, virtual=virtual))
         results.append(SendResult(message_id, None, md5_hex(item.body)))
     if rows:
         # The queue row is fresh in this transaction and every size was checked: one executemany.
@@ -152,6 +175,7 @@ def _row(
     group_id: str | None = None,
     dedup_id: str | None = None,
     sequence: int | None = None,
+    virtual: str | None = None,
 ) -> dict[str, object]:
     """The parameters of :data:`_INSERT` for one message."""
     return {
@@ -166,6 +190,7 @@ def _row(
         "deduplication_id": dedup_id,
         "sequence": sequence,
         "trace_header": item.trace_header,
+        "virtual": virtual,
     }
 
 

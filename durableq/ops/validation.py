@@ -105,6 +105,20 @@ def queue_name(name: object, *, fifo: bool | None = None) -> str:
     return name
 
 
+def virtual_queue_name(name: object) -> str:
+    """A valid virtual queue name: the characters of a queue name, 1 to 80 of them."""
+    if (
+        not isinstance(name, str)
+        or not 1 <= len(name) <= limits.MAX_QUEUE_NAME_LENGTH
+        or not (_QUEUE_NAME.fullmatch(name))
+    ):
+        raise InvalidParameterValue(
+            f"virtual queue name {name!r} is not allowed: use 1 to {limits.MAX_QUEUE_NAME_LENGTH} "
+            "characters of A-Z a-z 0-9 _ -"
+        )
+    return name
+
+
 def body(value: object) -> str:
     """A message body: a non-empty str of characters SQS allows."""
     if not isinstance(value, str):

@@ -19,10 +19,13 @@ class Call:
     params: Params
 
     def queue(self) -> durableq.Queue:
-        """The queue the request's QueueUrl names (QueueDoesNotExist if none)."""
+        """The queue the request's QueueUrl names (QueueDoesNotExist if none); ``URL#NAME`` names the
+        virtual queue NAME of the queue at URL (the convention of AWS's temporary queue client)."""
         url = self.params.required("QueueUrl")
+        address, _, virtual = url.partition("#")
         try:
-            return self.broker.get_queue(queue_name(url))
+            queue = self.broker.get_queue(queue_name(address))
+            return queue.virtual_queue(virtual) if virtual else queue
         except InvalidParameterValue as exc:  # not even a queue name: no queue, as SQS answers
             raise QueueDoesNotExist(f"queue URL {url!r} names no queue: {exc.message}") from exc
 
@@ -33,7 +36,8 @@ class Call:
         """The queue the request names (by URL or by name), for SQS's error texts."""
         url, name = self.params.raw("QueueUrl"), self.params.raw("QueueName")
         if isinstance(url, str):
-            return queue_name(url)
+            address, _, virtual = url.partition("#")
+            return f"{queue_name(address)}#{virtual}" if virtual else queue_name(address)
         return name if isinstance(name, str) else None
 
     def reword(self, action: str, code: str, message: str, entry: Params | None = None) -> Worded:

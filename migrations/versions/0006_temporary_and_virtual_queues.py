@@ -1,4 +1,5 @@
-"""temporary queues: an idle timeout and a heartbeat time per queue
+"""temporary and virtual queues: an idle timeout and a heartbeat time per queue; a message's
+virtual queue
 
 Revision ID: 0006
 Revises: 0005
@@ -19,8 +20,17 @@ depends_on = None
 def upgrade() -> None:
     op.add_column("queues", sa.Column("idle_timeout", sa.Integer))
     op.add_column("queues", sa.Column("touched_at", sa.BigInteger))
+    op.add_column("messages", sa.Column("virtual", sa.Text))
+    op.create_index(
+        "ix_messages_virtual",
+        "messages",
+        ["queue_id", "virtual", "visible_at", "enqueued_at", "receive_count"],
+        sqlite_where=sa.text("virtual IS NOT NULL"),
+    )
 
 
 def downgrade() -> None:
+    op.drop_index("ix_messages_virtual", "messages")
+    op.drop_column("messages", "virtual")
     op.drop_column("queues", "touched_at")
     op.drop_column("queues", "idle_timeout")

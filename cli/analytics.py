@@ -25,6 +25,9 @@ REPORTS = {
     "receives": "receive-counts",
     "dead-letters": "dead-letters",
     "throughput": "throughput",
+    "latency": "latency",
+    "processing": "processing",
+    "retries": "retries",
     "all": "all",
 }
 
@@ -105,8 +108,9 @@ def analyze(
     as_json: bool,
 ) -> None:
     """Analyse a consistent snapshot of the database with Spark: depth by state,
-    age percentiles, receive counts, dead-letter rates, throughput per minute
-    (for QUEUE, or every queue).
+    age percentiles, receive counts, dead-letter rates, throughput per minute,
+    and from message history send-to-delete latency, processing time and
+    retries (for QUEUE, or every queue).
 
     Needs `pip install 'durableq[spark]'`, Java and the SQLite JDBC driver.
 
@@ -152,12 +156,19 @@ def _text(result: dict[str, list[dict[str, Any]]], plot: Path | None, out: Path 
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["parquet"]), default="parquet", show_default=True)
 @click.option("--overwrite", is_flag=True, help="Replace folders written by an earlier export.")
+@click.option(
+    "--incremental",
+    is_flag=True,
+    help="Append the message events and audit events written since the last --incremental run "
+    "(checkpoints kept in DIRECTORY); safe to re-run after a crash.",
+)
 @spark_options
 @json_option
 def export(
     directory: Path,
     fmt: str,
     overwrite: bool,
+    incremental: bool,
     master: str | None,
     jar: Path | None,
     snapshot_dir: Path | None,
@@ -167,12 +178,37 @@ def export(
     as_json: bool,
 ) -> None:
     """Write a consistent snapshot's tables (messages, queues, metrics) as Parquet
-    under DIRECTORY, for a Spark cluster or any Parquet reader.
+    under DIRECTORY, for a Spark cluster or any Parquet reader. With
+    --incremental: append the events since the last run instead (DIRECTORY/events
+    by queue and date, DIRECTORY/audit by date).
 
     \b
       durableq export --format parquet ./queue-parquet
       durableq export --since 2026-11-20 --until 2026-11-21 ./one-day
+      durableq export --incremental ./history
     """
+    if incremental:
+        refused = [
+            name
+            for name, given in (("--overwrite", overwrite), ("--since", since), ("--until", until))
+            if given
+        ]
+        if refused:
+            raise CommandFailed(
+                "InvalidParameterValue",
+                f"--incremental exports everything after its checkpoint; leave out {', '.join(refused)}",
+            )
+        rows = _analytics().export_events(
+            existing_db_path(),
+            directory,
+            master=master,
+            jar=jar,
+            partitions=partitions,
+            snapshot_dir=snapshot_dir,
+        )
+        columns = ["table", "path", "rows", "checkpoint"]
+        emit(as_json, rows, lambda: table(columns, [[r[c] for c in columns] for r in rows]))
+        return
     written = _analytics().export_parquet(
         existing_db_path(),
         directory,

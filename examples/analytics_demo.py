@@ -15,6 +15,8 @@ same whatever the time of day you run it:
 - ``emails``: 15 a minute, sent on at once; some are delayed by five minutes.
 - ``reports.fifo``: a batch of 50 every hour in 5 groups, worked off slowly.
 - ``audit``: 5 a minute, never read, kept for an hour (they expire).
+
+``orders``, ``orders-dlq`` and ``emails`` keep their message history.
 """
 
 from __future__ import annotations
@@ -78,9 +80,10 @@ def build(path: Path, hours: int, end: float) -> None:
     start = end - end % 60 - minutes * 60
     clock = SimulatedClock(start)
     with durableq.open(path, clock=clock, durability="normal") as broker:
-        broker.create_queue("orders-dlq")
-        orders = broker.create_queue("orders", redrive_policy=RedrivePolicy("orders-dlq", 3))
-        emails = broker.create_queue("emails")
+        # Message history (Queue.events) for the latency, processing and retries reports.
+        broker.create_queue("orders-dlq", history=True)
+        orders = broker.create_queue("orders", redrive_policy=RedrivePolicy("orders-dlq", 3), history=True)
+        emails = broker.create_queue("emails", history=True)
         reports = broker.create_queue("reports.fifo", fifo=True, content_based_deduplication=True)
         audit = broker.create_queue("audit", retention_period=3_600)
         sent = 0

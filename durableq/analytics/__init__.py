@@ -21,17 +21,22 @@ except ImportError as exc:
     raise SparkExtraMissing("pyspark") from exc
 
 from .driver import JAR_VARIABLE, SYSTEM_JAR, find_jdbc_jar
+from .events import AUDIT_SCHEMA, EVENT_TABLES, EVENTS_SCHEMA
 from .frames import COUNTERS, STATES
+from .incremental import read_export
 from .plot import write_activity_png
 from .reader import QueueAnalytics
 from .reports import Tables
-from .run import ALL, EXPORTED_TABLES, REPORT_NAMES, export_parquet, run_report, to_rows
+from .run import ALL, EXPORTED_TABLES, REPORT_NAMES, export_events, export_parquet, run_report, to_rows
 from .snapshot import Snapshot
 from .window import TimeWindow
 
 __all__ = [
     "ALL",
+    "AUDIT_SCHEMA",
     "COUNTERS",
+    "EVENTS_SCHEMA",
+    "EVENT_TABLES",
     "EXPORTED_TABLES",
     "JAR_VARIABLE",
     "REPORT_NAMES",
@@ -44,8 +49,10 @@ __all__ = [
     "SparkExtraMissing",
     "Tables",
     "TimeWindow",
+    "export_events",
     "export_parquet",
     "find_jdbc_jar",
+    "read_export",
     "run_report",
     "to_rows",
     "write_activity_png",

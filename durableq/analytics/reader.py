@@ -16,6 +16,7 @@ from ..errors import InvalidParameterValue, QueueDoesNotExist
 from ..ops import validation
 from . import reports
 from .errors import AnalyticsError
+from .events import read_event_table
 from .frames import read_depth, read_messages, read_metrics, read_queues, read_unswept
 from .session import plan_session, start_session
 from .snapshot import Snapshot, take
@@ -113,6 +114,7 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
         """Drop cached data, remove the snapshot, and stop Spark if this object started it."""
         if self._tables is not None:
             self._tables.messages.unpersist()
+            self._tables.events.unpersist()
             self._tables = None
         self._messages = None
         self._snapshot.close()
@@ -182,6 +184,22 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
         """The per-minute counters of every queue, for the minutes that overlap the window."""
         return read_metrics(self._spark, self._open_snapshot(), self._window.since_ms, self._window.until_ms)
 
+    def events(self) -> DataFrame:
+        """The message events (:data:`~durableq.analytics.EVENTS_SCHEMA`) of the queues that keep
+        history, in the window (on ``at``).
+
+        Not cached: filters on ``queue``, ``event``, ``event_id`` ... reach SQLite.
+        """
+        snapshot = self._open_snapshot()
+        return read_event_table(self._spark, snapshot, "events", self._window, partitions=self._partitions)
+
+    def audit(self) -> DataFrame:
+        """The audit trail (:data:`~durableq.analytics.AUDIT_SCHEMA`) in the window (on ``at``).
+
+        Not cached: filters on ``action``, ``queue``, ``event_id`` ... reach SQLite.
+        """
+        return read_event_table(self._spark, self._open_snapshot(), "audit", self._window)
+
     def tables(self) -> reports.Tables:
         """What the reports read; the window's messages are cached (after the window is applied)."""
         snapshot = self._open_snapshot()
@@ -197,6 +215,7 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
                 metrics_to_now=to_now,
                 depth_now=read_depth(self._spark, snapshot),
                 unswept=read_unswept(self._spark, snapshot),
+                events=self.events().persist(),
                 window=self._window,
             )
         return self._tables
@@ -232,3 +251,15 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
     def throughput(self, queue: str | None = None) -> DataFrame:
         """Counters and depth per minute; see :func:`.reports.throughput`."""
         return self.report("throughput", queue)
+
+    def latency(self, queue: str | None = None) -> DataFrame:
+        """Seconds from send to delete per queue; see :func:`.lifetimes.latency`."""
+        return self.report("latency", queue)
+
+    def processing(self, queue: str | None = None) -> DataFrame:
+        """Seconds from the last receive to the delete per queue; see :func:`.lifetimes.processing`."""
+        return self.report("processing", queue)
+
+    def retries(self, queue: str | None = None) -> DataFrame:
+        """Receives before the delete or dead letter per queue; see :func:`.lifetimes.retries`."""
+        return self.report("retries", queue)

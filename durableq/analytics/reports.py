@@ -14,14 +14,24 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..errors import InvalidParameterValue
+from . import lifetimes
 from .frames import COUNTERS, STATES
+from .lifetimes import ACCURACY, PERCENTILES, percentile_name
 from .window import EVERYTHING, TimeWindow
 
-#: Percentiles of the age report, and the accuracy of Spark's percentile_approx:
-#: the rank of each answer is within (messages / ACCURACY) of the exact one, and
-#: the sketch stays small however many messages a queue holds.
-PERCENTILES = (0.5, 0.9, 0.99)
-ACCURACY = 10_000
+__all__ = [
+    "ACCURACY",
+    "PERCENTILES",
+    "REPORTS",
+    "Tables",
+    "age_percentiles",
+    "build",
+    "check_name",
+    "dead_letter_rates",
+    "depth_by_state",
+    "receive_count_histogram",
+    "throughput",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +49,8 @@ class Tables:
     depth_now: DataFrame
     #: ``queue``, ``minute``, ``expired_unswept``: expired messages no sweep has counted yet.
     unswept: DataFrame
+    #: Message events (``EVENTS_SCHEMA``) in the window.
+    events: DataFrame
     window: TimeWindow = EVERYTHING
 
 
@@ -67,7 +79,7 @@ def age_percentiles(tables: Tables) -> DataFrame:
         F.percentile_approx("age_seconds", list(PERCENTILES), ACCURACY).alias("percentiles"),
         F.floor(F.max("age_seconds")).alias("oldest"),
     )
-    columns = [F.col("percentiles")[i].alias(_percentile_name(p)) for i, p in enumerate(PERCENTILES)]
+    columns = [F.col("percentiles")[i].alias(percentile_name(p)) for i, p in enumerate(PERCENTILES)]
     return (
         tables.queues.select("queue")
         .join(ages, "queue", "left")
@@ -78,10 +90,6 @@ def age_percentiles(tables: Tables) -> DataFrame:
             F.coalesce("oldest", F.lit(0)).cast("long").alias("oldest"),
         )
     )
-
-
-def _percentile_name(fraction: float) -> str:
-    return f"p{round(fraction * 100)}"
 
 
 def receive_count_histogram(tables: Tables) -> DataFrame:
@@ -178,6 +186,9 @@ REPORTS: dict[str, tuple[Callable[[Tables], DataFrame], tuple[str, ...]]] = {
     "receive-counts": (receive_count_histogram, ("queue", "receive_count")),
     "dead-letters": (dead_letter_rates, ("queue",)),
     "throughput": (throughput, ("queue", "minute")),
+    "latency": (lambda tables: lifetimes.latency(tables.events), ("queue",)),
+    "processing": (lambda tables: lifetimes.processing(tables.events), ("queue",)),
+    "retries": (lambda tables: lifetimes.retries(tables.events), ("queue",)),
 }
 
 

@@ -122,3 +122,24 @@ def test_bad_window_and_partitions_are_one_line(world: scenario.Scenario) -> Non
         code=1,
     )
     assert "earlier than until" in reversed_window
+
+
+def test_history_reports_and_the_incremental_export(spark: SparkSession, tmp_path: Path) -> None:
+    from . import history_traffic
+
+    path = tmp_path / "history.db"
+    history_traffic.build(path, rounds=1)
+    printed = json.loads(_run("--db", str(path), "analyze", "--report", "retries", "--json"))
+    assert [r["queue"] for r in printed["retries"]] == ["jobs", "jobs-dlq"]  # "plain" keeps no history
+    assert printed["retries"] == json.loads(json.dumps(run_report(path, "retries", spark=spark)["retries"]))
+    out = tmp_path / "history"
+    rows = json.loads(_run("--db", str(path), "export", "--incremental", str(out), "--json"))
+    assert [r["table"] for r in rows] == ["events", "audit"] and rows[0]["rows"] > 0
+    again = json.loads(_run("--db", str(path), "export", "--incremental", str(out), "--json"))
+    assert [r["rows"] for r in again] == [0, 0]
+    assert [r["checkpoint"] for r in again] == [r["checkpoint"] for r in rows]
+    refused = _run("--db", str(path), "export", "--incremental", str(out), "--since", "2h", code=1)
+    assert (
+        refused == "error: InvalidParameterValue: --incremental exports everything after its "
+        "checkpoint; leave out --since\n"
+    )

@@ -222,7 +222,7 @@ class Floor(Adapter):
             "timeout": None,
             "cap": limits.MAX_IN_FLIGHT_STANDARD,
         }
-        rows = self._conn.execute(_CLAIM_HEAD, params).fetchall()
+        rows = self._conn.execute(_CLAIM_HEAD[False], params).fetchall()  # a queue's own messages
         return [Received(row[_MESSAGE_ID], row[_RECEIPT_HANDLE]) for row in rows]
 
     def delete_batch(self, tokens: Sequence[Any]) -> None:

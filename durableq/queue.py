@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import limits
 from .engines.sqlite import Database
@@ -40,9 +40,6 @@ from .types import (
     SendEntry,
     SendResult,
 )
-
-if TYPE_CHECKING:
-    from .virtual import VirtualQueue
 
 
 def _this_queue(queue: Queue, *args: object, **kwargs: object) -> str:
@@ -347,8 +344,6 @@ class Queue:
         """A virtual queue of this (standard) queue: its messages live in this queue but are received
         only through it.  Creating one writes nothing (no queue row, no schema change): it exists
         while it holds messages; see :class:`~durableq.VirtualQueue`."""
-        from .virtual import VirtualQueue
-
         validation.virtual_queue_name(name)
         if self._fifo:
             raise UnsupportedOperation(f"virtual queues are of standard queues; {self._name!r} is FIFO")
@@ -406,3 +401,7 @@ def _check_receive(
         validation.integer("wait_time", wait_time, 0, limits.MAX_RECEIVE_WAIT_TIME)
     if attempt_id is not None:
         validation.fifo_id("attempt_id", attempt_id)
+
+
+# Last: VirtualQueue is a Queue (its module imports this one), and virtual_queue returns one.
+from .virtual import VirtualQueue  # noqa: E402

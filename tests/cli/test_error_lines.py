@@ -184,7 +184,7 @@ def test_every_bad_number_is_one_line_with_a_code(
     broker.create_queue("jobs-dlq")
     broker.create_queue("jobs", redrive_policy=durableq.RedrivePolicy("jobs-dlq", 3))
     arguments = _ARGUMENTS.get(
-        path[-1], ["jobs"] if path[0] in ("receive", "peek", "stats", "delete", "events") else []
+        path[-1], ["jobs"] if path[0] in ("receive", "peek", "stats", "delete", "events", "call") else []
     )
     if path[-1] == "create":
         arguments = ["other"] + (["--dlq", "jobs-dlq"] if option == "--max-receives" else [])

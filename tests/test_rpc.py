@@ -140,12 +140,21 @@ def test_every_call_gets_exactly_one_reply_while_responders_are_killed_at_random
         with Requester(broker, "requests") as requester:
             futures = {requester.call_async(f"request {i}", timeout=300): f"REQUEST {i}" for i in range(300)}
             answered_by_killed = []
+
+            def answered() -> int:
+                return sum(f.done() for f in futures)
+
             for _ in range(6):
+                if answered() == len(futures):
+                    break
+                before = answered()
                 responder = _responder(db)
-                time.sleep(rng.uniform(0.8, 1.6))
+                # Killed once it is answering (whatever the machine's speed), at a random moment after.
+                until(lambda: answered() > before, "the responder answers", timeout=120)  # noqa: B023
+                time.sleep(rng.uniform(0.0, 0.3))
                 responder.send_signal(signal.SIGKILL)
                 responder.wait()
-                answered_by_killed.append(sum(f.done() for f in futures))
+                answered_by_killed.append(answered())
             responder = _responder(db)  # one left running until every call has its reply
             try:
                 for future, wanted in futures.items():

@@ -18,11 +18,11 @@ from .engines.migrate import ensure_schema
 from .engines.sqlite import Database
 from .errors import DurableQError, InvalidParameterValue
 from .limits import DEFAULT, _Default
-from .ops import audit, queue_rows, settings, validation
+from .ops import audit, history, queue_rows, settings, validation
 from .ops.runtime import Runtime
 from .queue import Queue
 from .temporary import TemporaryQueue
-from .types import AuditEvent, MoveTask, RedriveAllowPolicy, RedrivePolicy
+from .types import AuditEvent, MessageEvent, MoveTask, RedriveAllowPolicy, RedrivePolicy
 
 log = logging.getLogger(__name__)
 
@@ -304,6 +304,28 @@ class Broker:
         validation.integer("limit", limit, 1, limits.MAX_EVENT_LIMIT, "events")
         with self._rt.db.read() as conn:
             return audit.events(conn, queue, start, after, limit)
+
+    def message_events(
+        self,
+        *,
+        after: int = 0,
+        until: int | None = None,
+        limit: int = limits.DEFAULT_EVENT_LIMIT,
+    ) -> list[MessageEvent]:
+        """The message history of every queue that keeps one, oldest first: events whose
+        ``event_id`` is above ``after`` and at most ``until`` (default: the newest), at most
+        ``limit`` (1-100,000).  Ids only grow, so a reader resumes after the last one it saw."""
+        validation.integer("after", after, 0, limits.MAX_EVENT_ID, "(an event_id)")
+        if until is not None:
+            validation.integer("until", until, 0, limits.MAX_EVENT_ID, "(an event_id)")
+        validation.integer("limit", limit, 1, limits.MAX_EVENT_LIMIT, "events")
+        with self._rt.db.read() as conn:
+            return history.file_events(conn, after, limits.MAX_EVENT_ID if until is None else until, limit)
+
+    def newest_event_id(self) -> int:
+        """The highest message-event id of the file (0 if none): later events have higher ids."""
+        with self._rt.db.statement() as conn:
+            return history.newest_event_id(conn)
 
     def wait_for_message_move(self, task_handle: str, timeout: float | None = None) -> None:
         """Block until a task started by this broker has ended (or ``timeout`` seconds pass)."""

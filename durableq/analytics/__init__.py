@@ -16,12 +16,12 @@ from __future__ import annotations
 from .errors import AnalyticsError, JdbcDriverNotFound, SparkExtraMissing
 
 try:
-    import pyspark  # noqa: F401 - imported here only to say clearly when it is missing
+    import pyspark  # imported here first to say clearly when it is missing
 except ImportError as exc:
     raise SparkExtraMissing("pyspark") from exc
 
 from .driver import JAR_VARIABLE, SYSTEM_JAR, find_jdbc_jar
-from .events import AUDIT_SCHEMA, EVENT_TABLES, EVENTS_SCHEMA
+from .events import AUDIT_SCHEMA, EVENT_STREAM_FORMAT, EVENT_TABLES, EVENTS_SCHEMA
 from .frames import COUNTERS, STATES
 from .incremental import read_export
 from .plot import write_activity_png
@@ -31,11 +31,27 @@ from .run import ALL, EXPORTED_TABLES, REPORT_NAMES, export_events, export_parqu
 from .snapshot import Snapshot
 from .window import TimeWindow
 
+
+def register_event_stream(spark: pyspark.sql.SparkSession) -> None:
+    """Make ``spark.readStream.format("durableq-events").option("path", FILE)`` available in
+    ``spark``: a Structured Streaming source over message history (see ``stream.py``).  Needs
+    PySpark 4's Python data source API and pyarrow."""
+    try:
+        from .stream import register
+    except ImportError as exc:  # PySpark 3.5, or no pyarrow
+        raise AnalyticsError(
+            f"the {EVENT_STREAM_FORMAT} stream needs PySpark 4 (its Python data source API) and pyarrow: "
+            f"{exc}; use `durableq export DIR --incremental` instead"
+        ) from exc
+    register(spark)
+
+
 __all__ = [
     "ALL",
     "AUDIT_SCHEMA",
     "COUNTERS",
     "EVENTS_SCHEMA",
+    "EVENT_STREAM_FORMAT",
     "EVENT_TABLES",
     "EXPORTED_TABLES",
     "JAR_VARIABLE",
@@ -53,6 +69,7 @@ __all__ = [
     "export_parquet",
     "find_jdbc_jar",
     "read_export",
+    "register_event_stream",
     "run_report",
     "to_rows",
     "write_activity_png",

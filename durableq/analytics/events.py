@@ -57,6 +57,9 @@ AUDIT_SCHEMA = StructType(
     ]
 )
 
+#: The format name of the Structured Streaming source over the events (``stream.py``).
+EVENT_STREAM_FORMAT = "durableq-events"
+
 # Events of queues that exist (a deleted queue's events go with it; its placeholder row, of queue 0,
 # joins no queue).
 _EVENTS_SQL = """(SELECT e.event_id, e.at, q.name AS queue, e.event, e.message_id, e.receive_count,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,6 +97,10 @@ def start_session(plan: SessionPlan) -> tuple[SparkSession, bool]:
     assert plan.jar is not None
     builder = SparkSession.builder.master(plan.master or DEFAULT_MASTER).appName(APP_NAME)
     builder = builder.config("spark.jars", str(plan.jar))
+    # Spark's Python workers (the events stream) run this interpreter, the one that has durableq,
+    # unless the environment names another (PySpark reads PYSPARK_PYTHON when the context starts).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = builder.config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
     for key, value in SESSION_CONF.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()

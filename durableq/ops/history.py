@@ -161,3 +161,25 @@ def events(
         MessageEvent(event_id, datetime_from_ms(at), queue.name, event, message_id, count, other)
         for event_id, at, event, message_id, count, other in rows
     ]
+
+
+_FILE_EVENTS = """
+SELECT e.event_id, e.at, q.name, e.event, e.message_id, e.receive_count, e.other_queue
+FROM message_events AS e JOIN queues AS q ON q.id = e.queue_id
+WHERE e.event_id > :after AND e.event_id <= :until ORDER BY e.event_id LIMIT :limit
+"""
+
+
+def file_events(conn: sqlite3.Connection, after: int, until: int, limit: int) -> list[MessageEvent]:
+    """The events of every queue with an id in (``after``, ``until``], oldest first, at most ``limit``."""
+    rows = conn.execute(_FILE_EVENTS, {"after": after, "until": until, "limit": limit})
+    return [
+        MessageEvent(event_id, datetime_from_ms(at), name, event, message_id, count, other)
+        for event_id, at, name, event, message_id, count, other in rows
+    ]
+
+
+def newest_event_id(conn: sqlite3.Connection) -> int:
+    """The highest event id of the file (0 if it has none): every later event's id is higher."""
+    (highest,) = conn.execute("SELECT coalesce(max(event_id), 0) FROM message_events").fetchone()
+    return int(highest)

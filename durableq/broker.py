@@ -320,7 +320,9 @@ class Broker:
             validation.integer("until", until, 0, limits.MAX_EVENT_ID, "(an event_id)")
         validation.integer("limit", limit, 1, limits.MAX_EVENT_LIMIT, "events")
         with self._rt.db.read() as conn:
-            return history.file_events(conn, after, limits.MAX_EVENT_ID if until is None else until, limit)
+            return history.events(
+                conn, after=after, until=limits.MAX_EVENT_ID if until is None else until, limit=limit
+            )
 
     def newest_event_id(self) -> int:
         """The highest message-event id of the file (0 if none): later events have higher ids."""

@@ -11,7 +11,7 @@ from typing import Any
 
 from . import limits
 from .engines.sqlite import Database
-from .errors import BatchRequestTooLong, DurableQError, InvalidParameterValue, UnsupportedOperation
+from .errors import BatchRequestTooLong, DurableQError, InvalidParameterValue
 from .ops import (
     audit,
     batch,
@@ -134,7 +134,7 @@ class Queue:
             validation.integer("after", after, 0, limits.MAX_EVENT_ID, "(an event_id)")
         validation.integer("limit", limit, 1, limits.MAX_EVENT_LIMIT, "events")
         with self._rt.db.read() as conn:
-            return history.events(conn, self._fresh(conn), start, after, limit)
+            return history.events(conn, queue=self._fresh(conn), since=start, after=after or 0, limit=limit)
 
     def peek(self, *, state: str | None = None, limit: int = limits.DEFAULT_PEEK) -> list[PeekedMessage]:
         """Look at messages (oldest first) without receiving them: nothing about them changes.
@@ -345,8 +345,7 @@ class Queue:
         only through it.  Creating one writes nothing (no queue row, no schema change): it exists
         while it holds messages; see :class:`~durableq.VirtualQueue`."""
         validation.virtual_queue_name(name)
-        if self._fifo:
-            raise UnsupportedOperation(f"virtual queues are of standard queues; {self._name!r} is FIFO")
+        validation.virtual_host(self._name, self._fifo)
         return VirtualQueue(self._rt, self._name, name)
 
     def respond(

@@ -60,5 +60,5 @@ def reply_upper(message: durableq.Message) -> str:
 
 def reply_upper_slowly(message: durableq.Message) -> str:
     """:func:`reply_upper` taking 20 ms, so that a responder killed at random is often mid-work."""
-    time.sleep(0.02)
+    time.sleep(0.02)  # the job's own work, for the crash test; nothing waits on it
     return reply_upper(message)

@@ -17,7 +17,7 @@ import tempfile
 import threading
 import weakref
 from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from types import TracebackType
 
@@ -447,6 +447,37 @@ def _fsync(path: str | Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+class Together:
+    """Inside :meth:`Database.change`, where each statement commits on its own: the statements of
+    the block form one write transaction (``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back if the block
+    raises).  Errors are translated by the enclosing ``change()`` as for any statement there.  Use
+    :data:`ALREADY` instead when the connection is in a transaction (a group commit's savepoint)."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def __enter__(self) -> None:
+        self._conn.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        if exc is None:
+            self._conn.execute("COMMIT")
+        else:
+            _rollback(self._conn)
+
+
+#: A block that needs no transaction of its own (one statement, or already inside one).
+ALREADY: AbstractContextManager[None] = nullcontext()
+
+
+def together(conn: sqlite3.Connection) -> AbstractContextManager[None]:
+    """The statements of the block in one transaction: :class:`Together`, or :data:`ALREADY` if
+    ``conn`` is in one."""
+    return ALREADY if conn.in_transaction else Together(conn)
 
 
 def _rollback(conn: sqlite3.Connection) -> None:

@@ -22,10 +22,12 @@ the catalog's revalidation interval (1 s) in other processes.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
+from .. import limits
+from ..engines.sqlite import ALREADY, together
 from ..types import MessageEvent, datetime_from_ms
 
 if TYPE_CHECKING:  # queue_rows records purges here
@@ -76,10 +78,11 @@ DELETE FROM message_events WHERE event_id IN (
 _FORGET = f"DELETE FROM message_events WHERE queue_id = ? AND {_NOT_NEWEST}"
 _KEEP_PLACEHOLDER = f"UPDATE message_events SET queue_id = {NO_QUEUE} WHERE queue_id = ?"
 _SWEEP_PLACEHOLDERS = f"DELETE FROM message_events WHERE queue_id = {NO_QUEUE} AND {_NOT_NEWEST}"
-_SELECT = (
-    "SELECT event_id, at, event, message_id, receive_count, other_queue FROM message_events "
-    "WHERE queue_id = :queue_id"
-)
+# Events of queues that exist, with their queue's name (a deleted queue's placeholder joins none).
+_SELECT = """
+SELECT e.event_id, e.at, q.name, e.event, e.message_id, e.receive_count, e.other_queue
+FROM message_events AS e JOIN queues AS q ON q.id = e.queue_id
+WHERE e.event_id > :after AND e.event_id <= :until"""
 
 
 def record(
@@ -113,20 +116,10 @@ def record_where(
         conn.execute(sql, {**params, "now": now, "event": event, "other": other_queue})
 
 
-@contextmanager
-def atomic(conn: sqlite3.Connection, queue: QueueConfig) -> Iterator[None]:
+def atomic(conn: sqlite3.Connection, queue: QueueConfig) -> AbstractContextManager[None]:
     """Around a one-statement operation: on a queue that keeps history, its statement and its
-    events form one transaction (if the caller has none open yet)."""
-    if not queue.history or conn.in_transaction:
-        yield
-        return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        conn.rollback()
-        raise
-    conn.execute("COMMIT")
+    events form one transaction; on others nothing is added (no transaction, no generator)."""
+    return together(conn) if queue.history else ALREADY
 
 
 def sweep(conn: sqlite3.Connection, queue: QueueConfig, now: int, batch: int) -> int:
@@ -145,34 +138,24 @@ def forget(conn: sqlite3.Connection, queue: QueueConfig) -> None:
 
 
 def events(
-    conn: sqlite3.Connection, queue: QueueConfig, since: int | None, after: int | None, limit: int
+    conn: sqlite3.Connection,
+    *,
+    queue: QueueConfig | None = None,
+    since: int | None = None,
+    after: int = 0,
+    until: int = limits.MAX_EVENT_ID,
+    limit: int,
 ) -> list[MessageEvent]:
-    """The queue's events oldest first: at or after ``since`` (epoch ms), with an id above
-    ``after``, at most ``limit``."""
-    sql, params = _SELECT, {"queue_id": queue.id, "limit": limit}
+    """Events oldest first: of ``queue`` (every queue if None), at or after ``since`` (epoch ms),
+    with an id in (``after``, ``until``], at most ``limit``."""
+    sql, params = _SELECT, {"after": after, "until": until, "limit": limit}
+    if queue is not None:  # by ix_message_events_queue
+        sql += " AND e.queue_id = :queue_id"
+        params["queue_id"] = queue.id
     if since is not None:
-        sql += " AND at >= :since"
+        sql += " AND e.at >= :since"
         params["since"] = since
-    if after is not None:
-        sql += " AND event_id > :after"
-        params["after"] = after
-    rows = conn.execute(f"{sql} ORDER BY event_id LIMIT :limit", params)
-    return [
-        MessageEvent(event_id, datetime_from_ms(at), queue.name, event, message_id, count, other)
-        for event_id, at, event, message_id, count, other in rows
-    ]
-
-
-_FILE_EVENTS = """
-SELECT e.event_id, e.at, q.name, e.event, e.message_id, e.receive_count, e.other_queue
-FROM message_events AS e JOIN queues AS q ON q.id = e.queue_id
-WHERE e.event_id > :after AND e.event_id <= :until ORDER BY e.event_id LIMIT :limit
-"""
-
-
-def file_events(conn: sqlite3.Connection, after: int, until: int, limit: int) -> list[MessageEvent]:
-    """The events of every queue with an id in (``after``, ``until``], oldest first, at most ``limit``."""
-    rows = conn.execute(_FILE_EVENTS, {"after": after, "until": until, "limit": limit})
+    rows = conn.execute(f"{sql} ORDER BY e.event_id LIMIT :limit", params)
     return [
         MessageEvent(event_id, datetime_from_ms(at), name, event, message_id, count, other)
         for event_id, at, name, event, message_id, count, other in rows

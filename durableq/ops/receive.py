@@ -17,9 +17,9 @@ from collections.abc import Callable, Generator
 from concurrent.futures import Executor
 
 from ..engines.sqlite import Database
-from ..errors import OverLimit, UnsupportedOperation
+from ..errors import OverLimit
 from ..types import Message
-from . import fifo, history, redrive, relocation
+from . import fifo, history, redrive, relocation, validation
 from .counters import EMPTY_RECEIVES, RECEIVED, Counters
 from .longpoll import AsyncWaiter, Rooms, ThreadWaiter, Waiter
 from .messages import COLUMNS, claim_set, to_message
@@ -239,8 +239,8 @@ class Receiver:
         now = self._clock_ms()
         self._sweeper.maybe_sweep(conn, queue, now)
         target = redrive.target_of(conn, queue)
-        if queue.fifo and virtual is not None:
-            raise UnsupportedOperation(f"virtual queues are of standard queues; {queue.name!r} is FIFO")
+        if virtual is not None:
+            validation.virtual_host(queue.name, queue.fifo)
         if queue.fifo:
             timeout = queue.visibility_timeout if visibility_timeout is None else visibility_timeout
             limit = in_flight_room(conn, queue, now, limit)  # exact: this is the write transaction

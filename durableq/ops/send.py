@@ -14,7 +14,6 @@ from ..errors import (
     InvalidParameterValue,
     MissingParameter,
     QueueDoesNotExist,
-    UnsupportedOperation,
 )
 from ..types import Attribute, SendResult, md5_hex
 from . import attributes as attrs
@@ -127,8 +126,8 @@ def insert(
 ) -> list[SendResult | DurableQError]:
     """Insert ``items`` in order, in the caller's write transaction (into the virtual queue
     ``virtual`` of a standard queue, if given); one result or error each."""
-    if queue.fifo and virtual is not None:
-        raise UnsupportedOperation(f"virtual queues are of standard queues; {queue.name!r} is FIFO")
+    if virtual is not None:
+        validation.virtual_host(queue.name, queue.fifo)
     if queue.fifo:
         return _insert_fifo(conn, queue, items, now, counters)
     results: list[SendResult | DurableQError] = []

@@ -16,6 +16,7 @@ from ..errors import (
     InvalidParameterValue,
     MissingParameter,
     TooManyEntriesInBatchRequest,
+    UnsupportedOperation,
 )
 
 _QUEUE_NAME = re.compile(r"[A-Za-z0-9_-]+")
@@ -117,6 +118,12 @@ def virtual_queue_name(name: object) -> str:
             "characters of A-Z a-z 0-9 _ -"
         )
     return name
+
+
+def virtual_host(name: str, fifo: bool) -> None:
+    """Virtual queues live on standard queues only (FIFO order is per queue and group)."""
+    if fifo:
+        raise UnsupportedOperation(f"virtual queues are of standard queues; {name!r} is FIFO")
 
 
 def body(value: object) -> str:

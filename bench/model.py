@@ -65,6 +65,16 @@ class WorkloadResult:
     notes: list[str] = field(default_factory=list)
     #: Raw values worth seeing whole (label with unit, values), drawn as a cumulative distribution.
     distribution: tuple[str, list[float]] | None = None
+    #: Cases whose reference is not ``reference`` (None: nothing to compare with in that case).
+    case_references: dict[str, str | None] = field(default_factory=dict)
+    #: Metrics shown without "× ref" (e.g. a memory growth near zero on both sides: a ratio of noise).
+    unrated: tuple[str, ...] = ()
+
+    def reference_for(self, case: str, metric: str) -> str | None:
+        """The system "× ref" compares with in ``case`` for ``metric`` (None: no comparison)."""
+        if metric in self.unrated:
+            return None
+        return self.case_references.get(case, self.reference)
 
     def find(self, case: str, system: str, metric: str) -> Measurement | None:
         for m in self.measurements:

@@ -34,7 +34,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 def _row(m: Measurement, result: WorkloadResult) -> list[str]:
     if m.status:
         return [m.case, m.system, m.metric, m.status, "", "", "", "", m.note]
-    ref = result.find(m.case, result.reference, m.metric) if result.reference else None
+    reference = result.reference_for(m.case, m.metric)
+    ref = result.find(m.case, reference, m.metric) if reference else None
     r = ratio(m, ref) if ref is not None and ref is not m else None
     spread = f"{number(min(m.samples))} – {number(max(m.samples))}" if m.samples else ""
     value = "—" if m.value is None else number(m.value)
@@ -53,11 +54,10 @@ def _row(m: Measurement, result: WorkloadResult) -> list[str]:
 
 def _workload_section(result: WorkloadResult, plot: Path | None) -> list[str]:
     lines = [f"## {result.key}: {result.title}", "", result.what, ""]
-    if result.reference:
-        lines += [
-            f"× ref: speed relative to **{result.reference}** in the same case (above 1 is faster).",
-            "",
-        ]
+    references = list(dict.fromkeys(r for case in result.cases() if (r := result.reference_for(case, ""))))
+    if references:
+        which = " or ".join(f"**{r}**" for r in references)
+        lines += [f"× ref: speed relative to {which} in the same case (above 1 is faster).", ""]
     lines += table(COLUMNS, [_row(m, result) for m in result.measurements])
     if result.notes:
         lines += [""] + [f"- {note}" for note in result.notes]
@@ -101,22 +101,23 @@ def plot(result: WorkloadResult, folder: Path) -> Path | None:
     metrics = list(dict.fromkeys(m.metric for m in measured))
     if not metrics:
         return None
-    cases = result.cases()
     systems = list(dict.fromkeys(m.system for m in measured))
     panels = len(metrics) + (result.distribution is not None)
     fig, axes = plt.subplots(1, panels, figsize=(max(6.0, 4.5 * panels), 4.5), squeeze=False)
-    width = 0.8 / len(systems)
     legend: dict[str, Any] = {}  # system -> its first bars, for one legend entry each
     for ax, metric in zip(axes[0], metrics):
+        # Only the cases that have this metric, and in each only the systems measured there (a workload's
+        # cases may measure different things); a system keeps its colour across panels.
+        cases = list(dict.fromkeys(m.case for m in measured if m.metric == metric))
         unit = ""
-        for i, system in enumerate(systems):
-            for x, case in enumerate(cases):
-                m = result.find(case, system, metric)
-                if m is None or m.value is None:
-                    continue
+        for x, case in enumerate(cases):
+            present = [(s, m) for s in systems if (m := result.find(case, s, metric)) and m.value is not None]
+            width = 0.8 / len(present)
+            for i, (system, m) in enumerate(present):
                 unit = m.unit
                 position = x - 0.4 + width * (i + 0.5)
-                legend.setdefault(system, ax.bar(position, m.value, width, color=f"C{i}"))
+                color = f"C{systems.index(system) % 10}"
+                legend.setdefault(system, ax.bar(position, m.value, width, color=color))
                 ax.scatter([position] * len(m.samples), m.samples, s=8, color="black", zorder=3)
         ax.set_title(metric)
         ax.set_ylabel(unit)
@@ -130,9 +131,11 @@ def plot(result: WorkloadResult, folder: Path) -> Path | None:
         ax.set_xlabel(label)
         ax.set_ylabel("fraction at or below")
         ax.grid(alpha=0.3)
-    fig.legend(list(legend.values()), list(legend), loc="lower center", ncol=len(legend), fontsize=8)
+    columns = min(len(legend), 6)
+    fig.legend(list(legend.values()), list(legend), loc="lower center", ncol=columns, fontsize=8)
     fig.suptitle(f"{result.key}: {result.title}")
-    fig.tight_layout(rect=(0, 0.07, 1, 1))  # room for the legend below
+    rows = -(-len(legend) // columns) if legend else 1
+    fig.tight_layout(rect=(0, 0.04 + 0.03 * rows, 1, 1))  # room for the legend below
     path = folder / f"{result.key.lower()}.png"
     fig.savefig(path, dpi=100)
     plt.close(fig)

@@ -145,7 +145,7 @@ def create_durableq_file(path: Path, durability: str, queue: str = QUEUE, **sett
 #: (like SQS system attributes) that a plain send leaves NULL.  Read from the statement itself,
 #: so the floor keeps working, and keeps doing the library's work, when a column is added.
 _INSERT_PARAMS = set(re.findall(r"(?<!:):(\w+)", _INSERT))
-_FLOOR_FILLS = {"queue_id", "message_id", "body", "now", "size"}
+_FLOOR_FILLS = {"queue_id", "message_id", "body", "now", "size", "kms_key", "sse"}
 _INSERT_NULLS = dict.fromkeys(_INSERT_PARAMS - _FLOOR_FILLS)
 #: Where the claim's RETURNING row holds what the floor reads (durableq.messages.COLUMNS).
 _RETURNED = [name.strip() for name in COLUMNS.split(",")]
@@ -195,6 +195,8 @@ class Floor(Adapter):
             "body": body,
             "now": _now_ms(),
             "size": len(body.encode("utf-8")),
+            "kms_key": "",  # the queue encrypts nothing (the insert checks it still does not)
+            "sse": False,
         }
 
     def _delete_params(self, handle: str) -> dict[str, Any]:
@@ -221,6 +223,7 @@ class Floor(Adapter):
             "limit": limit,
             "timeout": None,
             "cap": limits.MAX_IN_FLIGHT_STANDARD,
+            "sealed": False,  # the queue encrypts nothing
         }
         rows = self._conn.execute(_CLAIM_HEAD[False], params).fetchall()  # a queue's own messages
         return [Received(row[_MESSAGE_ID], row[_RECEIPT_HANDLE]) for row in rows]

@@ -15,12 +15,12 @@ import click
 
 import durableq
 
-from . import analytics, db, events, messages, queues, redrive, rpc, send, serve, stats, worker
+from . import analytics, db, events, keys, messages, queues, redrive, rpc, send, serve, stats, worker
 from .base import DurableQGroup, Settings
 
 DEFAULT_DB = "durableq.db"
 #: The modules whose ``COMMANDS`` make up the command line, in the order help lists them.
-COMMAND_MODULES = (db, queues, send, messages, stats, redrive, worker, rpc, analytics, events, serve)
+COMMAND_MODULES = (db, queues, keys, send, messages, stats, redrive, worker, rpc, analytics, events, serve)
 
 
 @click.group(
@@ -37,9 +37,24 @@ COMMAND_MODULES = (db, queues, send, messages, stats, redrive, worker, rpc, anal
     show_envvar=True,
     help="The durableq database file.",
 )
+@click.option(
+    "--keyring",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="DURABLEQ_KEYRING",
+    show_envvar=True,
+    help="The keyring file with the master keys of encrypted queues (`durableq keys`).",
+)
+@click.option(
+    "--payload-dir",
+    metavar="DIR",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="DURABLEQ_PAYLOAD_DIR",
+    show_envvar=True,
+    help="The folder of large payloads stored outside the database file (default: DB.payloads beside it).",
+)
 @click.version_option(durableq.__version__, prog_name="durableq")
 @click.pass_context
-def main(ctx: click.Context, db_file: Path) -> None:
+def main(ctx: click.Context, db_file: Path, keyring: Path | None, payload_dir: Path | None) -> None:
     """Operate and inspect durableq queues from the shell.
 
     Every command that prints has --json for scripts. Exit status: 0 done,
@@ -52,7 +67,7 @@ def main(ctx: click.Context, db_file: Path) -> None:
       durableq receive jobs --delete
       durableq stats --watch
     """
-    ctx.obj = Settings(db=db_file)
+    ctx.obj = Settings(db=db_file, keyring=keyring, payload_dir=payload_dir)
 
 
 for _module in COMMAND_MODULES:

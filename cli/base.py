@@ -1,6 +1,7 @@
 """What every command shares: the root group that turns errors into one line and
 an exit status, the CLI's names for the library's keywords in those lines, and
-opening the broker (or a queue) the ``--db`` option names."""
+opening the broker (or a queue) the root options name (``--db``, ``--keyring``,
+``--payload-dir``)."""
 
 from __future__ import annotations
 
@@ -115,11 +116,32 @@ class Settings:
     """The root options, kept in the click context for subcommands."""
 
     db: Path
+    keyring: Path | None = None  # --keyring / $DURABLEQ_KEYRING: the master keys of encrypted queues
+    payload_dir: Path | None = None  # --payload-dir / $DURABLEQ_PAYLOAD_DIR; None: the library's default
+
+
+def settings() -> Settings:
+    """The root options of this invocation."""
+    found = click.get_current_context().find_object(Settings)
+    assert found is not None  # the root group always sets it
+    return found
 
 
 def db_path() -> Path:
     """The database file of this invocation (``--db``, ``$DURABLEQ_DB`` or ``./durableq.db``)."""
-    return click.get_current_context().find_object(Settings).db  # type: ignore[union-attr]
+    return settings().db
+
+
+def keyring_path() -> Path:
+    """The keyring file (``--keyring`` or ``$DURABLEQ_KEYRING``), which the command cannot do without."""
+    path = settings().keyring
+    if path is None:
+        raise CommandFailed(
+            durableq.MissingParameter.code,
+            "this command works on a keyring file: pass --keyring FILE (before the command) "
+            "or set DURABLEQ_KEYRING",
+        )
+    return path
 
 
 def existing_db_path() -> Path:
@@ -135,7 +157,10 @@ def existing_db_path() -> Path:
 def open_broker(*, create: bool = False) -> durableq.Broker:
     """Open the database (closed when the command ends); ``create`` allows a new file."""
     path = db_path() if create else existing_db_path()
-    return click.get_current_context().with_resource(durableq.open(path))
+    given = settings()
+    # The library never reads the environment: the keyring and the payload store come from here.
+    broker = durableq.open(path, keyring=given.keyring, payload_dir=given.payload_dir)
+    return click.get_current_context().with_resource(broker)
 
 
 def open_queue(name: str, *, create: bool = False) -> durableq.Queue:

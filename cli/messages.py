@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+
 import click
 
 import durableq
@@ -38,7 +43,18 @@ PEEK_STATES = {"visible": "visible", "in-flight": "in_flight", "delayed": "delay
 @click.option(
     "--attempt-id", help="FIFO receive attempt id: a retry within 5 minutes gets the same messages."
 )
-@click.option("--delete", is_flag=True, help="Delete the messages once they are printed.")
+@click.option(
+    "--delete",
+    is_flag=True,
+    help="Delete the messages once they are printed (and saved, with --save-payloads).",
+)
+@click.option(
+    "--save-payloads",
+    "save_dir",
+    metavar="DIR",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write each message's payload (or body) to DIR/MESSAGE_ID, readable by you only.",
+)
 @json_option
 @speaks(
     max_messages="--max-messages",
@@ -53,22 +69,27 @@ def receive(
     wait: int | None,
     attempt_id: str | None,
     delete: bool,
+    save_dir: Path | None,
     as_json: bool,
 ) -> None:
     """Receive messages: print each one's body, id, receipt handle and receive count.
 
     The messages stay hidden for the visibility timeout; delete them with their
-    receipt handle (or pass --delete), or they become visible again.
+    receipt handle (or pass --delete), or they become visible again. A payload
+    stored outside the file (a queue with large payloads) is not printed: its
+    size is; --save-payloads writes it to a file.
 
     \b
       durableq receive jobs -n 10 --wait 20
       durableq receive jobs --delete --json
+      durableq receive scans --save-payloads incoming/ --delete
     """
     source = open_queue(queue)
     messages = source.receive(
         max_messages, visibility_timeout=visibility_timeout, wait_time=wait, attempt_id=attempt_id
     )
-    emit(as_json, [message_json(m) for m in messages], lambda: _received_text(messages))
+    saved = {m.message_id: _save_payload(m, save_dir) for m in messages} if save_dir is not None else {}
+    emit(as_json, [_received_json(m, saved) for m in messages], lambda: _received_text(messages, saved))
     if delete and messages:
         result = source.delete_batch([m.receipt_handle for m in messages])
         if not as_json:
@@ -77,7 +98,35 @@ def receive(
         fail_entries(failed, len(messages), "deletes")
 
 
-def _received_text(messages: list[durableq.Message]) -> str:
+def _save_payload(message: durableq.Message, folder: Path) -> Path:
+    """Stream ``message``'s payload (an inline body: its UTF-8 bytes) to ``folder/MESSAGE_ID``.
+
+    The file appears whole or not at all: it is written beside its name and renamed, so a payload
+    that fails its check half way (MessageCorrupt) leaves nothing that looks saved.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / message.message_id
+    partial = folder / f".{message.message_id}.partial"
+    # Mode 600: the payload of an encrypted queue is plaintext here; the user may open it up.
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with open(descriptor, "wb") as out, message.open_payload() as source:
+            shutil.copyfileobj(source, out, limits.PAYLOAD_CHUNK_SIZE)
+        os.replace(partial, target)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return target
+
+
+def _received_json(message: durableq.Message, saved: Mapping[str, Path]) -> dict[str, object]:
+    data = message_json(message)
+    if message.message_id in saved:
+        data["saved_to"] = str(saved[message.message_id])
+    return data
+
+
+def _received_text(messages: list[durableq.Message], saved: Mapping[str, Path]) -> str:
     if not messages:
         return "no messages"
     blocks = []
@@ -89,7 +138,13 @@ def _received_text(messages: list[durableq.Message]) -> str:
             ("sent", message.sent_at),
         ]
         pairs += _optional(message)
-        blocks.append(fields(pairs) + "\n" + message.body)
+        if message.payload_size is not None:
+            pairs.append(("payload", f"{message.payload_size:,} bytes stored outside"))
+        if message.message_id in saved:
+            pairs.append(("saved to", saved[message.message_id]))
+        # A payload stored outside may be large or binary: it is never printed, only saved.
+        text = "" if message.payload_size is not None else "\n" + message.body
+        blocks.append(fields(pairs) + text)
     return "\n\n".join(blocks)
 
 
@@ -184,7 +239,7 @@ def _peeked_text(messages: list[durableq.PeekedMessage]) -> str:
             m.sent_at,
             m.visible_at,
             m.group_id,
-            preview(m.body),
+            _peeked_body(m),
         )
         for m in messages
     ]
@@ -192,3 +247,12 @@ def _peeked_text(messages: list[durableq.PeekedMessage]) -> str:
 
 
 COMMANDS = [receive, delete_messages, change_visibility, peek]
+
+
+def _peeked_body(message: durableq.PeekedMessage) -> str:
+    """What peek shows of a body: a preview, or what it holds instead (a payload, ciphertext)."""
+    if message.payload_size is not None:
+        return f"(payload stored outside, {message.payload_size:,} bytes)"
+    if message.body is None:
+        return "(encrypted: no key in this keyring)"
+    return preview(message.body)

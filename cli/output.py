@@ -28,9 +28,17 @@ def json_option(command: F) -> F:
 
 
 def jsonable(value: Any) -> Any:
-    """``value`` as plain JSON data: dataclasses as objects, times in ISO 8601, bytes in base64."""
+    """``value`` as plain JSON data: dataclasses as objects (their public fields), times in ISO 8601,
+    bytes in base64."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        data: dict[str, Any] = {}
+        for f in dataclasses.fields(value):
+            if f.name == "_text" and isinstance(value, durableq.Message):
+                # A payload stored outside is not read into the JSON: its body is null (see payload_size).
+                data["body"] = value.body if value.payload_size is None else None
+            elif not f.name.startswith("_"):
+                data[f.name] = jsonable(getattr(value, f.name))
+        return data
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

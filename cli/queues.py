@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
 
 import durableq
 from durableq import RedriveAllowPolicy, RedrivePolicy, limits
+from durableq.keyring import normalize_alias
 
 from .base import open_broker, open_queue, speaks
 from .output import duration, emit, fields, json_option, table
@@ -93,6 +95,24 @@ def queue() -> None:
     "--redrive-allow", type=REDRIVE_ALLOW, help="Which queues may use this one as their dead-letter queue."
 )
 @click.option("--tag", "tags", multiple=True, type=KEY_VALUE, help="A tag KEY=VALUE. Repeatable.")
+@click.option(
+    "--large-payloads",
+    is_flag=True,
+    help="Store bodies over --max-size, or binary, outside the file (up to 2 GiB; `send --payload`).",
+)
+@click.option(
+    "--kms-key",
+    metavar="ALIAS",
+    help="Encrypt messages with this master key of the --keyring (NAME or alias/NAME; `durableq keys`).",
+)
+@click.option("--sse", is_flag=True, help="Encrypt messages with the keyring's managed key (alias/aws/sqs).")
+@ranged_option(
+    "--kms-reuse",
+    "Seconds a data key encrypts messages before a new one is made",
+    limits.MIN_KMS_DATA_KEY_REUSE_PERIOD,
+    limits.MAX_KMS_DATA_KEY_REUSE_PERIOD,
+    limits.DEFAULT_KMS_DATA_KEY_REUSE_PERIOD,
+)
 @json_option
 @speaks(
     visibility_timeout="--visibility-timeout",
@@ -109,6 +129,10 @@ def queue() -> None:
     max_receive_count="--max-receives",
     redrive_allow_policy="--redrive-allow",
     tags="--tag",
+    large_payloads="--large-payloads",
+    kms_master_key_id="--kms-key",
+    sqs_managed_sse_enabled="--sse",
+    kms_data_key_reuse_period="--kms-reuse",
 )
 def create(
     name: str,
@@ -126,6 +150,10 @@ def create(
     max_receives: int | None,
     redrive_allow: RedriveAllowPolicy | None,
     tags: tuple[tuple[str, str], ...],
+    large_payloads: bool,
+    kms_key: str | None,
+    sse: bool,
+    kms_reuse: int | None,
     as_json: bool,
 ) -> None:
     """Create a queue (the database file too, if there is none yet).
@@ -138,6 +166,7 @@ def create(
       durableq queue create jobs --visibility-timeout 60 --dlq jobs-dlq --max-receives 5
       durableq queue create orders.fifo --fifo --content-dedup --tag team=shop
       durableq queue create payments --history --history-retention 1209600
+      durableq --keyring keys.json queue create orders --kms-key orders --large-payloads
     """
     if (dlq is None) != (max_receives is None):
         raise click.UsageError("--dlq and --max-receives go together")
@@ -154,13 +183,33 @@ def create(
         "redrive_policy": None if dlq is None else RedrivePolicy(dlq, max_receives),  # type: ignore[arg-type]
         "redrive_allow_policy": redrive_allow,
         "tags": dict(tags) or None,
+        "large_payloads": large_payloads or None,
+        "kms_master_key_id": None if kms_key is None else f"alias/{normalize_alias(kms_key)}",
+        "sqs_managed_sse_enabled": sse or None,
+        "kms_data_key_reuse_period": kms_reuse,
     }
     broker = open_broker(create=True)
     existed = name in broker.list_queues(prefix=name)
     created = broker.create_queue(name, fifo=fifo, **{k: v for k, v in given.items() if v is not None})
+    description = _description(broker, created)
     kind = "FIFO" if created.fifo else "standard"
+    extras = ", ".join(_features(description))
     text = f"queue {name} exists with these settings" if existed else f"created {kind} queue {name}"
-    emit(as_json, {"name": name, "created": not existed, **_description(broker, created)}, text)
+    emit(
+        as_json,
+        {"name": name, "created": not existed, **description},
+        text + (f" ({extras})" if extras else ""),
+    )
+
+
+def _features(description: dict[str, Any]) -> list[str]:
+    """What `queue create` mentions besides the type: large payloads, encryption."""
+    features = ["large payloads"] if description["large_payloads"] else []
+    if description["kms_master_key_id"]:
+        features.append(f"encrypted with {description['kms_master_key_id']}")
+    elif description["sqs_managed_sse_enabled"]:
+        features.append(f"encrypted with alias/{limits.MANAGED_KEY_ALIAS}")
+    return features
 
 
 @queue.command("list")
@@ -207,17 +256,28 @@ def show(name: str, as_json: bool) -> None:
     """
     broker = open_broker()
     description = _description(broker, broker.get_queue(name))
-    emit(as_json, description, lambda: _description_text(description))
+    emit(as_json, description, lambda: _description_text(description, broker.payload_dir))
 
 
 #: Keys of a description that `queue show` prints in a form of its own.
 _SHOWN_APART = (
     *("name", "fifo", "redrive_policy", "redrive_allow_policy", "created_at", "last_modified"),
     *("tags", "dead_letter_source_queues", "stats"),
+    *("large_payloads", "kms_master_key_id", "sqs_managed_sse_enabled", "kms_data_key_reuse_period"),
 )
 
 
-def _description_text(description: dict[str, Any]) -> str:
+def _encryption(description: dict[str, Any]) -> str:
+    """A queue's encryption in words: its master key and how long a data key is used, or none."""
+    key = description["kms_master_key_id"]
+    if not key and description["sqs_managed_sse_enabled"]:
+        key = f"alias/{limits.MANAGED_KEY_ALIAS} (SQS-managed)"
+    if not key:
+        return "none"
+    return f"{key}; each data key is used for {description['kms_data_key_reuse_period']} s"
+
+
+def _description_text(description: dict[str, Any], payload_dir: Path) -> str:
     stats: durableq.QueueStats = description["stats"]
     settings = [(key, value) for key, value in description.items() if key not in _SHOWN_APART]
     return fields(
@@ -225,6 +285,8 @@ def _description_text(description: dict[str, Any]) -> str:
             ("name", description["name"]),
             ("type", "FIFO" if description["fifo"] else "standard"),
             *settings,
+            ("large_payloads", f"yes, stored in {payload_dir}" if description["large_payloads"] else "no"),
+            ("encryption", _encryption(description)),
             ("redrive_policy", format_redrive_policy(description["redrive_policy"])),
             ("redrive_allow_policy", format_redrive_allow_policy(description["redrive_allow_policy"])),
             ("dead_letter_source_queues", ", ".join(description["dead_letter_source_queues"]) or "-"),

@@ -1,10 +1,12 @@
-"""``durableq send``: one message from the command line or stdin, or many from a JSON-lines file."""
+"""``durableq send``: one message from the command line or stdin, many from a JSON-lines file, or a
+file's bytes (``--payload``: a large payload, stored outside the database file)."""
 
 from __future__ import annotations
 
+import io
 import sys
 from collections.abc import Mapping
-from typing import Any, TextIO
+from typing import IO, Any, BinaryIO, TextIO, cast
 
 import click
 
@@ -12,12 +14,14 @@ import durableq
 from durableq import limits
 
 from .base import CommandFailed, cli_words, fail_entries, open_queue, speaks
-from .output import emit, json_option, progress
+from .output import emit, json_option, jsonable, progress
 from .parsing import ATTRIBUTE, LINE_KEYS, line_entry, ranged_option
 
 BATCH = limits.MAX_BATCH_ENTRIES
 #: The options of `send` for the library's keywords, in its error messages.
 OPTION_WORDS = {"delay_seconds": "--delay", "group_id": "--group", "deduplication_id": "--dedup-id"}
+#: A file for --payload too large or binary for a queue without large payloads: say how to allow them.
+PAYLOAD_WORDS = {"large_payloads=True": "`durableq queue set QUEUE large_payloads=true`"}
 #: The same for a line of --file, where the line's own key may give the value too.
 LINE_WORDS = {
     keyword: f'{option} (or "{key}" in the line)'
@@ -54,8 +58,14 @@ LINE_WORDS = {
     help="Send every line of a JSON-lines file ('-' for stdin), in batches of "
     f"{BATCH}: a JSON string (the body) or an object with {', '.join(LINE_KEYS)}.",
 )
+@click.option(
+    "--payload",
+    type=click.Path(exists=True, dir_okay=False, allow_dash=True),
+    help="Send the bytes of a file ('-' for stdin) as one message; on a queue with large payloads, "
+    "contents over its size limit, or binary, are stored outside the file (up to 2 GiB).",
+)
 @json_option
-@speaks(**OPTION_WORDS)
+@speaks(**OPTION_WORDS, **PAYLOAD_WORDS)
 def send(
     queue: str,
     body: str | None,
@@ -64,9 +74,11 @@ def send(
     dedup_id: str | None,
     attrs: tuple[tuple[str, durableq.Attribute], ...],
     file: TextIO | None,
+    payload: str | None,
     as_json: bool,
 ) -> None:
-    """Send a message (BODY, or - to read it from stdin), or every line of --file.
+    """Send a message (BODY, or - to read it from stdin), every line of --file, or a file's bytes
+    (--payload).
 
     The options apply to every message; with --file they are defaults that a
     line's own keys override (attributes merge). Blank lines are skipped; a line
@@ -78,9 +90,14 @@ def send(
       echo '{"id": 7}' | durableq send jobs -
       durableq send orders.fifo created --group order-17 --dedup-id o17-created
       durableq send jobs --file messages.jsonl
+      durableq send scans --payload scan-0042.tiff
     """
-    if (body is None) == (file is None):
-        raise click.UsageError("give a BODY (or - to read it from stdin), or --file; not both")
+    if payload is not None and (body is not None or file is not None):
+        raise click.UsageError(
+            "--payload sends a file's bytes as the message: give no BODY or --file with it"
+        )
+    if payload is None and (body is None) == (file is None):
+        raise click.UsageError("give a BODY (or - to read it from stdin), --file or --payload; one of them")
     given = {
         "delay_seconds": delay,
         "group_id": group,
@@ -89,6 +106,9 @@ def send(
     }
     options = {key: value for key, value in given.items() if value is not None}
     target = open_queue(queue, create=True)
+    if payload is not None:
+        _send_payload(target, payload, options, as_json)
+        return
     if file is not None:
         _send_file(target, file, options, as_json)
         return
@@ -103,6 +123,34 @@ def send(
     )
     sequence = f" (sequence number {result.sequence_number})" if result.sequence_number else ""
     emit(as_json, result, f"sent message {result.message_id}{sequence}")
+
+
+class _Counted(io.RawIOBase):
+    """A binary stream that counts the bytes read through it (stdin has no size to ask for)."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        super().__init__()
+        self._stream = stream
+        self.count = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1, /) -> bytes:
+        data = self._stream.read(size)  # a buffered stream: a short read only at the end
+        self.count += len(data)
+        return data
+
+
+def _send_payload(target: durableq.Queue, name: str, options: Mapping[str, Any], as_json: bool) -> None:
+    """Send the bytes of file ``name`` (``-``: stdin) with ``Queue.send_file``, which streams them."""
+    with click.open_file(name, "rb") as stream:
+        counted = _Counted(stream)
+        result = target.send_file(cast(BinaryIO, counted), **options)
+    where = "stdin" if name == "-" else name
+    sequence = f", sequence number {result.sequence_number}" if result.sequence_number else ""
+    text = f"sent message {result.message_id} from {where} ({counted.count:,} bytes{sequence})"
+    emit(as_json, {**jsonable(result), "bytes": counted.count}, text)
 
 
 def _send_file(target: durableq.Queue, file: TextIO, defaults: Mapping[str, Any], as_json: bool) -> None:

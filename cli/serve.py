@@ -12,7 +12,7 @@ import click
 from durableq import server
 from durableq.server import logs
 
-from .base import CommandFailed, db_path
+from .base import CommandFailed, db_path, settings
 from .output import json_option
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -120,6 +120,8 @@ def serve(
             tls_cert=tls_cert,
             tls_key=tls_key,
             allow_hosts=allow_hosts,
+            keyring=settings().keyring,  # the root options: encrypted queues need the keyring here too
+            payload_dir=settings().payload_dir,
             on_ready=ready,
         )
     except ImportError as exc:  # the server extra is missing: its message says how to install it

@@ -30,6 +30,9 @@ from .errors import (
     InvalidBatchEntryId,
     InvalidMessageContents,
     InvalidParameterValue,
+    KmsAccessDenied,
+    KmsNotFound,
+    MessageCorrupt,
     MessageNotInflight,
     MissingParameter,
     NotADurableQDatabase,
@@ -43,6 +46,7 @@ from .errors import (
     TooManyEntriesInBatchRequest,
     UnsupportedOperation,
 )
+from .keyring import KeyInfo, Keyring
 from .queue import Queue
 from .temporary import TemporaryQueue
 from .types import (
@@ -90,7 +94,12 @@ __all__ = [
     "InvalidBatchEntryId",
     "InvalidMessageContents",
     "InvalidParameterValue",
+    "KeyInfo",
+    "Keyring",
+    "KmsAccessDenied",
+    "KmsNotFound",
     "Message",
+    "MessageCorrupt",
     "MessageEvent",
     "MessageNotInflight",
     "MinuteMetrics",

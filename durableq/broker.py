@@ -17,6 +17,7 @@ from .engines.files import prepare_file
 from .engines.migrate import ensure_schema
 from .engines.sqlite import Database
 from .errors import DurableQError, InvalidParameterValue
+from .keyring import Keyring
 from .limits import DEFAULT, _Default
 from .ops import audit, history, queue_rows, settings, validation
 from .ops.runtime import Runtime
@@ -33,6 +34,8 @@ def open(
     clock: Callable[[], float] | None = None,
     durability: str = limits.DEFAULT_DURABILITY,
     busy_timeout: float = limits.DEFAULT_BUSY_TIMEOUT,
+    payload_dir: str | os.PathLike[str] | None = None,
+    keyring: str | os.PathLike[str] | Keyring | None = None,
 ) -> Broker:
     """Open (creating and migrating if needed) the durableq database at ``path``.
 
@@ -40,6 +43,12 @@ def open(
     pass a fake one.  ``durability="full"`` fsyncs every commit, so a returned
     send survives power loss; ``"normal"`` survives a process crash only.
     ``busy_timeout`` bounds how long a call waits for another writer.
+    ``payload_dir`` is the payload store of queues with large payloads (default:
+    the folder ``PATH.payloads`` beside the file, made when first needed).
+    ``keyring`` is the keyring file (or a :class:`~durableq.keyring.Keyring`) with
+    the master keys of encrypted queues; without one they can be neither sent to
+    nor received from (``KmsAccessDenied``), though stats, peek metadata and
+    moves between queues of the same key still work.
     """
     validation.choice("durability", durability, limits.DURABILITY_LEVELS)
     if clock is not None and not callable(clock):
@@ -48,6 +57,9 @@ def open(
         raise InvalidParameterValue(f"busy_timeout must be a number of seconds >= 0; got {busy_timeout!r}")
     if not isinstance(path, (str, os.PathLike)):
         raise InvalidParameterValue(f"path must be a file path; got {type(path).__name__}")
+    if payload_dir is not None and not isinstance(payload_dir, (str, os.PathLike)):
+        raise InvalidParameterValue(f"payload_dir must be a folder path; got {type(payload_dir).__name__}")
+    ring = keyring if isinstance(keyring, Keyring) or keyring is None else Keyring(keyring)
     file = Path(path)
     prepare_file(file, limits.DEFAULT_FILE_MODE)
     db = Database(file, durability=durability, busy_timeout=float(busy_timeout))
@@ -56,7 +68,8 @@ def open(
     except BaseException:
         db.close()
         raise
-    return Broker(Runtime(db, clock or time.time))
+    payloads = Path(payload_dir) if payload_dir is not None else Path(f"{file}.payloads")
+    return Broker(Runtime(db, clock or time.time, ring, payloads))
 
 
 class Broker:
@@ -76,6 +89,23 @@ class Broker:
     @property
     def durability(self) -> str:
         return self._rt.db.durability
+
+    @property
+    def keyring(self) -> Keyring | None:
+        """The keyring this broker encrypts and decrypts with (None: it was opened without one)."""
+        return self._rt.sealer.keyring
+
+    @property
+    def payload_dir(self) -> Path:
+        """The payload store's folder (it exists once a large payload was stored)."""
+        return self._rt.payloads.root
+
+    def sweep_payloads(self, grace: float = limits.PAYLOAD_ORPHAN_GRACE) -> int:
+        """Remove the payload files no message names any more: those of removed messages, and those
+        older than ``grace`` seconds that no message ever named (a send cut by a crash between writing
+        its payload and committing its row).  Brokers do this on their own; returns how many went."""
+        validation.number("grace", grace, 0, limits.MAX_RETENTION_PERIOD)
+        return self._rt.payloads.reclaim() + self._rt.payloads.sweep_orphans(grace)
 
     def __repr__(self) -> str:
         return f"<durableq.Broker {str(self.path)!r} durability={self.durability!r}>"
@@ -133,6 +163,10 @@ class Broker:
         redrive_allow_policy: RedriveAllowPolicy | _Default | None = DEFAULT,
         history: bool | _Default = DEFAULT,
         history_retention: int | _Default = DEFAULT,
+        large_payloads: bool | _Default = DEFAULT,
+        kms_master_key_id: str | _Default | None = DEFAULT,
+        sqs_managed_sse_enabled: bool | _Default = DEFAULT,
+        kms_data_key_reuse_period: int | _Default = DEFAULT,
         tags: Mapping[str, str] | None = None,
         **sqs_settings: Any,
     ) -> Queue:
@@ -142,9 +176,13 @@ class Broker:
         retention, no long polling, 256 KiB messages; FIFO queues deduplicate by
         queue scope and by explicit ids.  ``history=True`` keeps the queue's message
         history (``Queue.events``) for ``history_retention`` seconds (default 7 days).
+        ``large_payloads=True`` stores messages over ``maximum_message_size`` (up to 2 GiB) in the
+        payload store.  ``kms_master_key_id="alias/NAME"`` encrypts every message at rest under that
+        master key of the broker's keyring (``sqs_managed_sse_enabled=True``: under the keyring's
+        managed key ``alias/aws/sqs``), with a data key renewed every ``kms_data_key_reuse_period``
+        seconds (default 300).
         Settings not given are not compared with an existing queue, as in SQS.
-        ``sqs_settings`` takes the settings kept only for SQS clients: ``policy``, ``kms_master_key_id``,
-        ``kms_data_key_reuse_period``, ``sqs_managed_sse_enabled``,
+        ``sqs_settings`` takes the settings kept only for SQS clients: ``policy`` and
         ``fifo_throughput_limit``.
         """
         if not isinstance(fifo, bool):
@@ -162,6 +200,10 @@ class Broker:
             "redrive_allow_policy": redrive_allow_policy,
             "history": history,
             "history_retention": history_retention,
+            "large_payloads": large_payloads,
+            "kms_master_key_id": kms_master_key_id,
+            "sqs_managed_sse_enabled": sqs_managed_sse_enabled,
+            "kms_data_key_reuse_period": kms_data_key_reuse_period,
             **sqs_settings,
         }
         self._create(name, fifo, given, tags)
@@ -231,7 +273,9 @@ class Broker:
     def reap_idle_queues(self) -> list[str]:
         """Delete every temporary queue idle for its idle timeout now (brokers also do this on their
         own, at most every 10 s); returns their names."""
-        return self._rt.keeper.reap(self._rt.now_ms())
+        reaped = self._rt.keeper.reap(self._rt.now_ms())
+        self._rt.payloads.settle()
+        return reaped
 
     def get_queue(self, name: str) -> Queue:
         """The queue called ``name``; QueueDoesNotExist if there is none."""
@@ -255,6 +299,7 @@ class Broker:
             queue_rows.delete(conn, queue_rows.load(conn, name))
             audit.record(conn, self._rt.now_ms(), "DeleteQueue", name)
         self._rt.catalog.forget(name)
+        self._rt.payloads.settle()
 
     def dead_letter_source_queues(self, name: str) -> list[str]:
         """Queues whose redrive policy names ``name`` as their dead-letter queue."""

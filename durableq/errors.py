@@ -23,6 +23,9 @@ __all__ = [
     "InvalidBatchEntryId",
     "InvalidMessageContents",
     "InvalidParameterValue",
+    "KmsAccessDenied",
+    "KmsNotFound",
+    "MessageCorrupt",
     "MessageNotInflight",
     "MissingParameter",
     "NotADurableQDatabase",
@@ -94,6 +97,20 @@ class OverLimit(DurableQError):
 
 class RequestTimeout(DurableQError):
     """No reply came to a request within its call's timeout (``durableq.rpc``)."""
+
+
+class KmsAccessDenied(DurableQError):
+    """The message cannot be encrypted or decrypted with the keys at hand: the broker has no keyring,
+    or its key is not the one the message's data key was wrapped with."""
+
+
+class KmsNotFound(DurableQError):
+    """The queue's master key (or the version a message was encrypted under) is not in the keyring."""
+
+
+class MessageCorrupt(DurableQError):
+    """A stored message failed its check: a large payload whose SHA-256 does not match (or whose file
+    is gone), or ciphertext that does not authenticate.  Its content is never returned."""
 
 
 class EmptyBatchRequest(DurableQError):

@@ -63,11 +63,32 @@ DEFAULT_MAXIMUM_MESSAGE_SIZE = 262_144
 MIN_MAXIMUM_MESSAGE_SIZE = 1_024
 MAX_MAXIMUM_MESSAGE_SIZE = 1_048_576
 
-# Settings kept for SQS clients (stored and returned, not acted on).
+# Encryption at rest (the SSE analogue): a data key encrypts messages for this long, then a new one.
 DEFAULT_KMS_DATA_KEY_REUSE_PERIOD = 300
 MIN_KMS_DATA_KEY_REUSE_PERIOD = 60
 MAX_KMS_DATA_KEY_REUSE_PERIOD = 86_400
 MAX_KMS_KEY_ID_LENGTH = 2_048
+#: The key a queue with ``sqs_managed_sse_enabled`` uses: the broker creates it in its keyring (the name
+#: of the AWS managed key for SQS, so ``kms_master_key_id="alias/aws/sqs"`` means the same key).
+MANAGED_KEY_ALIAS = "aws/sqs"
+#: Keyring aliases: 1-256 characters of A-Z a-z 0-9 / _ -, as KMS aliases (without their ``alias/``).
+MAX_KEY_ALIAS_LENGTH = 256
+#: The keyring file holds master keys: readable by its owner only.
+KEYRING_FILE_MODE = 0o600
+
+# Large payloads (the Extended Client Library analogue), on queues with ``large_payloads``.
+#: The largest message a queue with large payloads takes (stored outside the row above the queue's
+#: ``maximum_message_size``).
+MAX_PAYLOAD_SIZE = 2 * 1024**3
+#: Payloads are written, encrypted and read in chunks of this many bytes: memory stays flat.
+PAYLOAD_CHUNK_SIZE = 1024 * 1024
+#: A payload file that no message row names is removed once it is this old (seconds): the files of
+#: sends cut by a crash between writing the file and committing the row.
+PAYLOAD_ORPHAN_GRACE = 3_600.0
+#: A broker looks for such orphans at most this often (seconds, real time).
+PAYLOAD_SWEEP_INTERVAL = 600.0
+#: The payload store's folder and files (the database file's mode).
+PAYLOAD_DIR_MODE = 0o700
 MAX_POLICY_BYTES = 20_480
 MAX_PERMISSION_LABEL_LENGTH = 80
 #: Actions one AddPermission statement may allow (SQS refuses more with OverLimit).

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any
+from typing import Any, BinaryIO
 
 from . import limits
 from .engines.sqlite import Database
@@ -26,8 +27,10 @@ from .ops import (
     validation,
     visibility,
 )
+from .ops import offload as offloading  # (`offload` is a keyword of send)
 from .ops.counters import PURGED
 from .ops.runtime import Runtime
+from .ops.send import Outgoing
 from .types import (
     AttributeInput,
     BatchResult,
@@ -109,7 +112,9 @@ class Queue:
             queue = self._fresh(conn)
             now = self._rt.now_ms()
             self._rt.sweeper.maybe_sweep(conn, queue, now)
-            return stats.queue_stats(conn, queue, now)
+            result = stats.queue_stats(conn, queue, now)
+        self._rt.payloads.settle()  # the files of messages the sweep removed
+        return result
 
     def metrics(self, since: datetime | None = None) -> list[MinuteMetrics]:
         """Per-minute counters (sent, received, deleted, moved, expired, empty receives), oldest first."""
@@ -142,7 +147,7 @@ class Queue:
         ``state`` is ``"visible"``, ``"in_flight"``, ``"delayed"`` or None for all.
         """
         with self._rt.db.read() as conn:
-            return peek.peek(conn, self._fresh(conn), state, limit, self._rt.now_ms())
+            return peek.peek(conn, self._fresh(conn), state, limit, self._rt.now_ms(), self._rt.sealer)
 
     @audit.audited("AddPermission", _this_queue)
     def add_permission(
@@ -175,6 +180,7 @@ class Queue:
             audit.record(conn, now, "PurgeQueue", self._name, detail={"purged": purged})
         if purged:
             rt.counters.add(self._name, now, PURGED, purged)
+        rt.payloads.settle()
 
     # -- tags -------------------------------------------------------------------
 
@@ -210,10 +216,13 @@ class Queue:
         group_id: str | None = None,
         deduplication_id: str | None = None,
         trace_header: str | None = None,
+        offload: bool = True,
     ) -> SendResult:
         """Send one message; when this returns, the message is committed to the file.
 
         ``trace_header`` is SQS's AWSTraceHeader system attribute, kept and returned as is.
+        On a queue with ``large_payloads``, a message over the queue's size limit goes to the payload
+        store (up to 2 GiB); ``offload=False`` refuses it instead, as SQS does (the endpoint's rule).
         """
         item = send.check(
             body,
@@ -223,20 +232,81 @@ class Queue:
             deduplication_id=deduplication_id,
             trace_header=trace_header,
         )
+        return self._send(self._offloaded(item) if offload else item)
+
+    def send_file(
+        self,
+        source: str | os.PathLike[str] | BinaryIO,
+        *,
+        delay_seconds: int | None = None,
+        attributes: Mapping[str, AttributeInput] | None = None,
+        group_id: str | None = None,
+        deduplication_id: str | None = None,
+        trace_header: str | None = None,
+    ) -> SendResult:
+        """Send the contents of a file (a path, or a binary file object, read to its end) as one message.
+
+        On a queue with ``large_payloads``, contents over the queue's size limit, or that are not message
+        text (binary), are streamed to the payload store in chunks: memory stays flat whatever the size
+        (up to 2 GiB); read them back with :meth:`Message.open_payload`.  Other contents are sent as their
+        UTF-8 text, exactly as :meth:`send` would.  The keywords are those of :meth:`send`.
+        """
+        item = send.check(
+            "-",  # the body comes from the file; every other part is checked as for send()
+            delay_seconds=delay_seconds,
+            attributes=attributes,
+            group_id=group_id,
+            deduplication_id=deduplication_id,
+            trace_header=trace_header,
+        )
+        with self._rt.db.statement() as conn:
+            queue = self._rt.catalog.get(conn, self._name)
+        return self._send(offloading.from_file(item, source, queue, self._rt.payloads))
+
+    def _offloaded(self, item: Outgoing) -> Outgoing:
+        """``item``, its body in the payload store if the queue takes large payloads and it is too large."""
+        if item.size <= limits.MIN_MAXIMUM_MESSAGE_SIZE:  # fits every queue
+            return item
+        with self._rt.db.statement() as conn:
+            queue = self._rt.catalog.get(conn, self._name)
+        return offloading.offload(item, queue, self._rt.payloads)
+
+    def _offloaded_entry(self, item: Outgoing | DurableQError) -> Outgoing | DurableQError:
+        """A batch entry, offloaded like :meth:`_offloaded`; what fails to store fails that entry alone."""
+        if isinstance(item, DurableQError):
+            return item
+        try:
+            return self._offloaded(item)
+        except DurableQError as exc:
+            return exc
+
+    def _abandon(self, items: Sequence[Outgoing]) -> None:
+        """Remove the payload files of messages that were not sent (see ``Payloads.abandon``)."""
+        for item in items:
+            if item.payload is not None:
+                self._rt.payloads.abandon(item.payload.ref)
+
+    def _send(self, item: Outgoing) -> SendResult:
         rt = self._rt
-        if not self._fifo:
-            with rt.db.change() as conn:
-                return send.send_one(
-                    conn, rt.catalog, self._name, item, rt.now_ms(), rt.counters, self._virtual
-                )
-        with rt.db.write() as conn:
-            (result,) = send.insert(conn, self._fresh(conn), [item], rt.now_ms(), rt.counters)
+        try:
+            if not self._fifo:
+                with rt.db.change() as conn:
+                    return send.send_one(
+                        conn, rt.catalog, self._name, item, rt.now_ms(), rt.counters, rt.sealer, self._virtual
+                    )
+            with rt.db.write() as conn:
+                (result,) = send.insert(conn, self._fresh(conn), [item], rt.now_ms(), rt.counters, rt.sealer)
+        except BaseException:
+            self._abandon([item])
+            raise
         if isinstance(result, DurableQError):
+            self._abandon([item])
             raise result
         return result
 
-    def send_batch(self, entries: Sequence[SendEntry]) -> BatchResult:
-        """Send up to 10 messages in one transaction; each entry succeeds or fails on its own."""
+    def send_batch(self, entries: Sequence[SendEntry], *, offload: bool = True) -> BatchResult:
+        """Send up to 10 messages in one transaction; each entry succeeds or fails on its own.  On a queue
+        with ``large_payloads``, entries over its size limit go to the payload store (see :meth:`send`)."""
         if not isinstance(entries, Sequence) or not all(isinstance(e, SendEntry) for e in entries):
             raise InvalidParameterValue("send_batch takes a list of durableq.SendEntry")
         ids = validation.batch_ids([e.id for e in entries])
@@ -255,21 +325,30 @@ class Queue:
                 )
             except DurableQError as exc:
                 checked.append(exc)
-        total = sum(item.size for item in checked if isinstance(item, send.Outgoing))
+        if offload:  # first: the batch's byte limit counts what stays in the rows, as SQS's extended client
+            checked = [self._offloaded_entry(item) for item in checked]
+        valid = [item for item in checked if isinstance(item, send.Outgoing)]
+        total = sum(item.size for item in valid)
         if total > limits.MAX_BATCH_BYTES:
+            self._abandon(valid)
             raise BatchRequestTooLong(
                 f"the messages of the batch add up to {total} bytes; "
                 f"at most {limits.MAX_BATCH_BYTES} are allowed"
             )
-        valid = [item for item in checked if isinstance(item, send.Outgoing)]
         rt = self._rt
-        with rt.db.write() as conn:
-            inserted = iter(
-                send.insert(conn, self._fresh(conn), valid, rt.now_ms(), rt.counters, self._virtual)
-            )
+        try:
+            with rt.db.write() as conn:
+                outcomes = send.insert(
+                    conn, self._fresh(conn), valid, rt.now_ms(), rt.counters, rt.sealer, self._virtual
+                )
+        except BaseException:
+            self._abandon(valid)
+            raise
+        self._abandon([item for item, outcome in zip(valid, outcomes) if isinstance(outcome, DurableQError)])
+        inserted = iter(outcomes)
         successful, failed = [], []
-        for entry_id, item in zip(ids, checked):
-            outcome = item if isinstance(item, DurableQError) else next(inserted)
+        for entry_id, checked_entry in zip(ids, checked):
+            outcome = checked_entry if isinstance(checked_entry, DurableQError) else next(inserted)
             if isinstance(outcome, DurableQError):
                 failed.append(batch.failure(entry_id, outcome))
             else:
@@ -323,6 +402,7 @@ class Queue:
         rt = self._rt
         with self._atomic() as conn:
             visibility.delete(conn, rt.catalog, self._name, receipt_handle, rt.now_ms(), rt.counters)
+        rt.payloads.settle()
 
     def delete_batch(self, entries: Sequence[str | tuple[str, str]]) -> BatchResult:
         """Delete up to 10 messages: receipt handles, or ``(id, receipt_handle)`` pairs."""
@@ -333,12 +413,16 @@ class Queue:
             queue = self._fresh(conn)  # the queue must exist, even if every entry fails
             now = rt.now_ms()
             if queue.fifo:
-                return batch.each(
+                result = batch.each(
                     ids,
                     lambda i: visibility.delete(conn, rt.catalog, self._name, rows[i][1], now, rt.counters),
                 )
-            outcomes = visibility.delete_many(conn, queue, [row[1] for row in rows], now, rt.counters)
-        return batch.outcomes(ids, outcomes)
+            else:
+                result = batch.outcomes(
+                    ids, visibility.delete_many(conn, queue, [row[1] for row in rows], now, rt.counters)
+                )
+        rt.payloads.settle()
+        return result
 
     def virtual_queue(self, name: str) -> VirtualQueue:
         """A virtual queue of this (standard) queue: its messages live in this queue but are received
@@ -358,7 +442,11 @@ class Queue:
         rt = self._rt
         with rt.db.write() as conn:
             self._fresh(conn)
-            return replies.respond(conn, rt.catalog, self._name, request, item, rt.now_ms(), rt.counters)
+            result = replies.respond(
+                conn, rt.catalog, self._name, request, item, rt.now_ms(), rt.counters, rt.sealer
+            )
+        rt.payloads.settle()
+        return result
 
     def change_visibility(self, receipt_handle: str, timeout: int) -> None:
         """Hide the message until ``timeout`` seconds from now (0 makes it visible at once)."""

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import io
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, BinaryIO, Protocol
 
 __all__ = [
     "Attribute",
@@ -76,17 +77,31 @@ def datetime_from_ms(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
+class Content(Protocol):
+    """What a message stores somewhere other than its ``body`` text: a large payload, or sealed content
+    that failed its check.  Read only when asked for."""
+
+    def text(self) -> str: ...
+
+    def md5(self) -> str: ...
+
+    def open(self) -> BinaryIO: ...
+
+
 @dataclass(slots=True)
 class Message:
     """A received message; ``receipt_handle`` is what delete and change-visibility need.
 
     ``sent_timestamp`` and ``first_receive_timestamp`` are epoch milliseconds
     (SQS's SentTimestamp and ApproximateFirstReceiveTimestamp); ``sent_at`` and
-    ``first_received_at`` give them as UTC datetimes.
+    ``first_received_at`` give them as UTC datetimes.  ``payload_size`` is set
+    for a large payload stored outside the row (``large_payloads`` queues): its
+    ``body`` is read from the payload store when first used, and
+    :meth:`open_payload` streams it without holding it in memory.
     """
 
     message_id: str
-    body: str
+    _text: str | None  # the body; None until read for a payload stored outside
     receipt_handle: str
     receive_count: int
     sent_timestamp: int
@@ -97,6 +112,25 @@ class Message:
     sequence_number: str | None = None
     dead_letter_source: str | None = None
     trace_header: str | None = None  # AWSTraceHeader, when the sender gave one
+    payload_size: int | None = None  # bytes of a payload stored outside the row; None when inline
+    _content: Content | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def body(self) -> str:
+        """The body as text (a payload stored outside is read, checked and kept on first use;
+        MessageCorrupt if it fails its check, InvalidMessageContents if it is binary)."""
+        text = self._text
+        if text is None:
+            assert self._content is not None
+            text = self._text = self._content.text()
+        return text
+
+    def open_payload(self) -> BinaryIO:
+        """The body as a binary file object: a payload stored outside is streamed from the payload store
+        in checked chunks (read it before deleting the message); an inline body gives its UTF-8 bytes."""
+        if self._content is not None:
+            return self._content.open()
+        return io.BytesIO(self.body.encode("utf-8"))
 
     @property
     def sent_at(self) -> datetime:
@@ -109,15 +143,21 @@ class Message:
 
     @property
     def md5_of_body(self) -> str:
+        if self._content is not None:
+            return self._content.md5()
         return md5_hex(self.body)
 
 
 @dataclass(slots=True)
 class PeekedMessage:
-    """A message as ``Queue.peek`` shows it: its state, and no receipt handle (peeking receives nothing)."""
+    """A message as ``Queue.peek`` shows it: its state, and no receipt handle (peeking receives nothing).
+
+    ``body`` is None for a payload stored outside the row (``payload_size`` gives its size) and for an
+    encrypted message this broker holds no key for (``encrypted`` is True; ``attributes`` are then
+    empty): peek never needs the plaintext."""
 
     message_id: str
-    body: str
+    body: str | None
     state: str  # "visible", "in_flight" or "delayed"
     receive_count: int
     sent_timestamp: int
@@ -128,6 +168,8 @@ class PeekedMessage:
     deduplication_id: str | None = None
     sequence_number: str | None = None
     dead_letter_source: str | None = None
+    payload_size: int | None = None
+    encrypted: bool = False
 
     @property
     def sent_at(self) -> datetime:

@@ -221,10 +221,11 @@ def test_queue_attribute_values_are_typed(broker: durableq.Broker) -> None:
     assert attributes["name"] == "jobs" and attributes["fifo"] is False
 
 
-def test_settings_kept_for_sqs_clients(broker: durableq.Broker) -> None:
+def test_sqs_client_settings_and_their_rules(broker: durableq.Broker) -> None:
     standard = broker.create_queue("std")
     attributes = standard.attributes()
-    assert attributes["sqs_managed_sse_enabled"] is True and attributes["kms_master_key_id"] is None
+    # SPEC §7: nothing is encrypted unless asked (SQS's own default is SQS-managed encryption).
+    assert attributes["sqs_managed_sse_enabled"] is False and attributes["kms_master_key_id"] is None
     assert attributes["kms_data_key_reuse_period"] == 300 and attributes["policy"] is None
     standard.set_attributes(kms_master_key_id="alias/aws/sqs", kms_data_key_reuse_period=600)
     attributes = standard.attributes()

@@ -1,6 +1,6 @@
 """The workloads by number (``python -m bench --workloads 1,2,5``): 1-8 of issue 8, 9 the endpoint,
 10 threads of one process (group commit), 11 the buffered client, 12 message history's cost,
-13 request-response, 14 virtual queues."""
+13 request-response, 14 virtual queues, 15 large payloads and encryption at rest."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from . import (
     latency,
     longpoll,
     memory,
+    payloads,
     phases,
     rpc,
     threads,
@@ -38,5 +39,6 @@ WORKLOADS: dict[int, Workload] = {
         Workload(12, history.run),
         Workload(13, rpc.run),
         Workload(14, virtual.run),
+        Workload(15, payloads.run),
     )
 }

@@ -36,16 +36,18 @@ _UNEXPIRED = unexpired_sql("q.retention_period", now="{now}", enqueued_at="m.enq
 
 _MESSAGES_SQL = """(SELECT m.id AS row_id, q.name AS queue, m.message_id, m.state, m.enqueued_at,
   m.visible_at, m.first_received_at, m.receive_count, m.body_bytes, m.group_id,
-  m.deduplication_id, m.sequence, m.dead_letter_source
+  m.deduplication_id, m.sequence, m.dead_letter_source, m.payload_bytes, m.stored_outside, m.encrypted
 FROM (SELECT id, queue_id, message_id, {state} AS state, enqueued_at, visible_at, first_received_at,
         receive_count, length(CAST(body AS BLOB)) AS body_bytes, group_id, deduplication_id,
-        sequence, dead_letter_source
+        sequence, dead_letter_source, payload_size AS payload_bytes,
+        payload_ref IS NOT NULL AS stored_outside, data_key_id IS NOT NULL AS encrypted
       FROM messages) AS m
 JOIN queues AS q ON q.id = m.queue_id
 WHERE {unexpired}) AS durableq_messages"""
 _MESSAGES_TYPES = """row_id BIGINT, queue STRING, message_id STRING, state STRING, enqueued_at BIGINT,
   visible_at BIGINT, first_received_at BIGINT, receive_count BIGINT, body_bytes BIGINT, group_id STRING,
-  deduplication_id STRING, sequence BIGINT, dead_letter_source STRING"""
+  deduplication_id STRING, sequence BIGINT, dead_letter_source STRING, payload_bytes BIGINT,
+  stored_outside BOOLEAN, encrypted BOOLEAN"""
 
 # The row ids that split the rows a read will return into equal parts: SQLite numbers them in id
 # order and gives the first id of each part, so skewed ids (a few old ones, many new) still split evenly.
@@ -157,6 +159,9 @@ def read_messages(spark: SparkSession, snapshot: Snapshot, partitions: int, wind
         "deduplication_id",
         "sequence",
         "dead_letter_source",
+        "payload_bytes",
+        "stored_outside",
+        "encrypted",
         # Age at the snapshot time, in seconds.
         ((F.lit(snapshot.now_ms) - F.col("enqueued_at")) / 1000.0).alias("age_seconds"),
     )

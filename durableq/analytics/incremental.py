@@ -36,6 +36,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, StructField, StructType
 
+from ..engines.files import fsync_path
 from .errors import AnalyticsError
 from .events import AUDIT_SCHEMA, EVENT_TABLES, EVENTS_SCHEMA, last_event_id, read_event_table
 from .reader import QueueAnalytics
@@ -79,15 +80,7 @@ def write_checkpoint(folder: Path, last_event_id: int, source: Path) -> None:
         file.flush()
         os.fsync(file.fileno())
     os.replace(temporary, folder / CHECKPOINT)
-    _sync_folder(folder)
-
-
-def _sync_folder(folder: Path) -> None:
-    descriptor = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
+    fsync_path(folder)
 
 
 def recover(folder: Path, checkpoint: int) -> int:
@@ -152,7 +145,7 @@ def _move_parts(staging: Path, folder: Path, run_id: int, hook: Hook | None) -> 
         moved.append(target)
         _step(hook, "moved")
     for partition in {target.parent for target in moved}:
-        _sync_folder(partition)
+        fsync_path(partition)
     return moved
 
 

@@ -82,3 +82,15 @@ def use_wal(conn: sqlite3.Connection) -> None:
     (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
     if mode.lower() != "wal":
         raise DatabaseError(f"could not switch the database to WAL mode (it is in {mode} mode)")
+
+
+def fsync_path(path: str | os.PathLike[str]) -> None:
+    """fsync a file or folder by name (a folder, so that a rename or a new entry in it is durable).
+
+    Never on a database file in use: closing the descriptor would drop this process's POSIX locks on it.
+    """
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)

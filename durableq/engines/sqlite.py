@@ -31,6 +31,7 @@ from ..errors import (
     InvalidParameterValue,
 )
 from . import group, watch
+from .files import fsync_path
 
 log = logging.getLogger(__name__)
 
@@ -317,9 +318,9 @@ class Database:
         try:
             os.chmod(partial, file_mode)
             _copy_into(self.conn, Path(partial), dest, self.busy_timeout)
-            _fsync(partial)
+            fsync_path(partial)
             os.link(partial, dest)  # unlike rename, never replaces a file that appeared meanwhile
-            _fsync(folder)
+            fsync_path(folder)
         except FileExistsError as exc:
             raise InvalidParameterValue(
                 f"{dest} appeared while the backup was written; it was left as is"
@@ -439,14 +440,6 @@ def _copy_into(source: sqlite3.Connection, target_path: Path, dest: Path, busy_t
             target.close()  # in WAL mode like the source; closing checkpoints and removes its WAL
     except sqlite3.Error as exc:
         raise translate(exc, dest, busy_timeout) from exc
-
-
-def _fsync(path: str | Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class Together:

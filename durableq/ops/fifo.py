@@ -20,7 +20,7 @@ from .. import limits
 from ..engines.sqlite import encode_ids, in_ids
 from ..types import Message
 from . import redrive
-from .messages import CLAIM_IDS, COLUMNS, to_message
+from .messages import CLAIM_IDS, COLUMNS, Opener
 from .queue_rows import QueueConfig
 from .states import RECEIVED_SQL, VISIBILITY_CAP_SQL
 
@@ -187,7 +187,12 @@ def choose(
 
 
 def claim(
-    conn: sqlite3.Connection, queue: QueueConfig, chosen: list[tuple[int, str]], visible_at: int, now: int
+    conn: sqlite3.Connection,
+    queue: QueueConfig,
+    chosen: list[tuple[int, str]],
+    visible_at: int,
+    now: int,
+    opener: Opener,
 ) -> list[Message]:
     """Put the chosen rows in flight and block their groups until ``visible_at``."""
     if not chosen:
@@ -198,7 +203,7 @@ def claim(
     ).fetchall()
     rows.sort(key=lambda row: order[row[0]])
     _block_groups(conn, queue.id, (g for _, g in chosen), visible_at)
-    return [to_message(row) for row in rows]
+    return opener.messages(conn, rows)
 
 
 # The rows of an earlier attempt, as they are now (+queue_id: by primary key, not a walk of the
@@ -210,7 +215,7 @@ WHERE +queue_id = :queue_id AND id IN {in_ids(":ids")}
 
 
 def replay_attempt(
-    conn: sqlite3.Connection, queue: QueueConfig, attempt_id: str, visible_at: int, now: int
+    conn: sqlite3.Connection, queue: QueueConfig, attempt_id: str, visible_at: int, now: int, opener: Opener
 ) -> list[Message] | None:
     """The messages of an earlier receive with this attempt id, if none changed since.
 
@@ -246,7 +251,7 @@ def replay_attempt(
     rows.sort(key=lambda r: position[r[0]])
     _block_groups(conn, queue.id, (g for _, _, g in current.values()), max(r[-1] for r in rows))
     _store_attempt(conn, queue.id, attempt_id, [[r[0], r[4], r[-1]] for r in rows], now, keep_expiry=True)
-    return [to_message(r[:-1]) for r in rows]
+    return opener.messages(conn, [r[:-1] for r in rows])
 
 
 def record_attempt(

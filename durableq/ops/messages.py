@@ -1,19 +1,30 @@
-"""Message rows as receive returns them, and the in-flight claim every receive path shares."""
+"""Message rows as receive returns them, and the in-flight claim every receive path shares.
+
+A row stores a message in plaintext, or sealed (``sealing.py``), with its body inline or in the payload
+store (``payloads.py``); :class:`Opener` turns any of them into the public :class:`~durableq.Message`.
+"""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, BinaryIO
+
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from ..engines.sqlite import in_ids
+from ..errors import InvalidMessageContents, MessageCorrupt
 from ..types import Message
 from . import attributes
+from .payloads import PayloadStore, StoredPayload
 from .receipts import NEW_HANDLE_SQL
+from .sealing import ATTRIBUTES, BODY, PAYLOAD_META, Sealer, open_field
 
 #: The columns :func:`to_message` reads, in its order (after ``id``).
 COLUMNS = (
     "id, message_id, body, attributes, receipt_handle, receive_count, enqueued_at, "
-    "first_received_at, group_id, deduplication_id, sequence, dead_letter_source, trace_header"
+    "first_received_at, group_id, deduplication_id, sequence, dead_letter_source, trace_header, "
+    "data_key_id, payload_ref, payload_size, payload_meta"
 )
 
 
@@ -38,7 +49,8 @@ RETURNING {COLUMNS}
 
 
 def to_message(row: Sequence[Any]) -> Message:
-    """A Message from a row of :data:`COLUMNS` (its first column, the row id, is not shown)."""
+    """A Message from a row of :data:`COLUMNS` stored in plaintext and inline (its first column, the
+    row id, is not shown); :meth:`Opener.message` takes any row."""
     sequence = row[10]
     return Message(
         row[1],
@@ -59,3 +71,114 @@ def to_message(row: Sequence[Any]) -> Message:
 def format_sequence(sequence: int) -> str:
     """FIFO sequence numbers as SQS shows them: decimal, zero-padded so text order is numeric order."""
     return f"{sequence:020d}"
+
+
+class Opener:
+    """Opens stored rows of one broker: sealed fields with its data keys, payloads from its store."""
+
+    def __init__(self, sealer: Sealer, store: PayloadStore) -> None:
+        self.sealer = sealer
+        self.store = store
+
+    def messages(self, conn: sqlite3.Connection, rows: Sequence[Sequence[Any]]) -> list[Message]:
+        """The Messages of rows of :data:`COLUMNS`, in order.  Inside the receive's transaction: a data
+        key that cannot be had (KmsAccessDenied, KmsNotFound) fails the receive, which then takes
+        nothing; content that fails its check is returned as a message whose body raises MessageCorrupt
+        (its holder can still delete it, and it does not block the queue)."""
+        keys: dict[int, AESGCM] = {}  # the rows of one receive mostly share a data key: one lookup each
+        return [self._message(conn, row, keys) for row in rows]
+
+    def _message(self, conn: sqlite3.Connection, row: Sequence[Any], keys: dict[int, AESGCM]) -> Message:
+        data_key_id, ref, size, meta = row[13], row[14], row[15], row[16]
+        if data_key_id is None and ref is None:
+            return to_message(row)
+        message_id, body, stored_attributes = row[1], row[2], row[3]
+        if data_key_id is not None:
+            aead = keys.get(data_key_id)
+            if aead is None:
+                aead = keys[data_key_id] = self.sealer.aead(conn, data_key_id)
+            try:
+                body = open_field(aead, message_id, BODY, body).decode("utf-8")
+                if stored_attributes:
+                    stored_attributes = open_field(aead, message_id, ATTRIBUTES, stored_attributes).decode()
+                if meta:
+                    meta = open_field(aead, message_id, PAYLOAD_META, meta).decode("utf-8")
+            except MessageCorrupt as exc:
+                return _message(row, None, {}, size, _Broken(exc.message))
+        content = (
+            None if ref is None else _Payload(self.store, StoredPayload.from_row(ref, size, meta), message_id)
+        )
+        decoded = attributes.decode(stored_attributes) if stored_attributes else {}
+        return _message(row, None if content else body, decoded, size, content)
+
+
+def _message(
+    row: Sequence[Any],
+    text: str | None,
+    decoded: dict[str, Any],
+    size: int | None,
+    content: _Payload | _Broken | None,
+) -> Message:
+    sequence = row[10]
+    return Message(
+        row[1],
+        text,
+        row[4],
+        row[5],
+        row[6],
+        row[7],
+        decoded,
+        row[8],
+        row[9],
+        None if sequence is None else format_sequence(sequence),
+        row[11],
+        row[12],
+        size,
+        content,
+    )
+
+
+class _Payload:
+    """The content of a message whose body is in the payload store."""
+
+    __slots__ = ("_message_id", "_payload", "_store")
+
+    def __init__(self, store: PayloadStore, payload: StoredPayload, message_id: str) -> None:
+        self._store = store
+        self._payload = payload
+        self._message_id = message_id
+
+    def text(self) -> str:
+        with self.open() as stream:
+            data = stream.read()
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidMessageContents(
+                f"the payload of message {self._message_id} ({self._payload.size} bytes) is binary, not "
+                "UTF-8 text: read it with message.open_payload()"
+            ) from None
+
+    def md5(self) -> str:
+        return self._payload.md5
+
+    def open(self) -> BinaryIO:
+        return self._store.open(self._payload, self._message_id)
+
+
+class _Broken:
+    """The content of a sealed message that failed to authenticate: every use says so."""
+
+    __slots__ = ("_why",)
+
+    def __init__(self, why: str) -> None:
+        self._why = why
+
+    def text(self) -> str:
+        raise MessageCorrupt(self._why)
+
+    def md5(self) -> str:
+        raise MessageCorrupt(self._why)
+
+    def open(self) -> BinaryIO:
+        raise MessageCorrupt(self._why)

@@ -24,6 +24,7 @@ from ..types import MoveTask, datetime_from_ms
 from . import audit, queue_rows, relocation, validation
 from .counters import Counters
 from .queue_rows import QueueConfig
+from .sealing import Sealer
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,8 @@ def _fail_stale(conn: Any, source: str) -> None:
 class MoveTasks:
     """Starts, lists and cancels the message move tasks of one broker, and runs those it starts."""
 
-    def __init__(self, db: Database, clock_ms: Callable[[], int], counters: Counters) -> None:
+    def __init__(self, db: Database, clock_ms: Callable[[], int], counters: Counters, sealer: Sealer) -> None:
+        self._sealer = sealer
         self._db = db
         self._clock_ms = clock_ms
         self._counters = counters
@@ -240,7 +242,7 @@ class MoveTasks:
                 self._set(conn, handle, "FAILED", f"destination queue {target_name!r} does not exist", 0)
                 return None, None
             kind = relocation.Kind.MOVE_TASK
-            moved += relocation.move(conn, kind, source, target, row_ids, now, self._counters)
+            moved += relocation.move(conn, kind, source, target, row_ids, now, self._counters, self._sealer)
         self._set(conn, handle, "RUNNING", None, moved)
         return moved, task.max_per_second
 

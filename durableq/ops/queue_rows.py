@@ -46,6 +46,8 @@ class QueueConfig:
     history: bool
     history_retention: int
     idle_timeout: int | None  # seconds; set only on temporary queues
+    large_payloads: bool  # messages over maximum_message_size go to the payload store
+    sealed: bool  # encryption was on at some time: the queue may hold encrypted rows
 
     @property
     def in_flight_limit(self) -> int:
@@ -125,6 +127,8 @@ def _config(row: tuple[Any, ...]) -> QueueConfig:
     values["content_based_deduplication"] = bool(values["content_based_deduplication"])
     values["sqs_managed_sse_enabled"] = bool(values["sqs_managed_sse_enabled"])
     values["history"] = bool(values["history"])
+    values["large_payloads"] = bool(values["large_payloads"])
+    values["sealed"] = bool(values["sealed"])
     return QueueConfig(**values)
 
 

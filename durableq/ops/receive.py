@@ -22,7 +22,7 @@ from ..types import Message
 from . import fifo, history, redrive, relocation, validation
 from .counters import EMPTY_RECEIVES, RECEIVED, Counters
 from .longpoll import AsyncWaiter, Rooms, ThreadWaiter, Waiter
-from .messages import COLUMNS, claim_set, to_message
+from .messages import COLUMNS, Opener, claim_set
 from .queue_rows import Catalog, QueueConfig
 from .retention import Sweeper, expired_before, unexpired_sql
 from .stats import IN_FLIGHT_ROOM_SQL, in_flight_count, in_flight_room
@@ -52,6 +52,7 @@ _CLAIM_HEAD = {
 UPDATE messages SET {claim_set(f":now + coalesce(:timeout, {_LIVE.format('visibility_timeout')}) * 1000")}
 WHERE id IN (
   SELECT id FROM messages WHERE {_head_where(v)} AND {redrive.NOT_EXHAUSTED_SQL}
+    AND (:sealed OR data_key_id IS NULL)
   ORDER BY visible_at LIMIT {IN_FLIGHT_ROOM_SQL})
 RETURNING {COLUMNS}
 """
@@ -86,9 +87,11 @@ class Receiver:
         catalog: Catalog,
         sweeper: Sweeper,
         counters: Counters,
+        opener: Opener,
         *,
         real_clock: bool = True,
     ) -> None:
+        self._opener = opener
         self._db = db
         self._clock_ms = clock_ms
         self._catalog = catalog
@@ -209,9 +212,10 @@ class Receiver:
         db, catalog = self._db, self._catalog
         with db.change() as conn:
             queue = catalog.get(conn, name)
-            if not (queue.fifo or queue.dead_letter_queue is not None):
+            if not (queue.fifo or queue.dead_letter_queue is not None or queue.sealed):
                 # The common case: one claim statement, atomic without an explicit transaction
-                # (with its events, one small one: see history.atomic).
+                # (with its events, one small one: see history.atomic).  (Encrypted rows are opened
+                # inside a transaction: without their key the receive takes nothing.)
                 with history.atomic(conn, queue):
                     messages = self._claim(conn, queue, limit, visibility_timeout, None, wait_time, virtual)
                 if messages:
@@ -245,13 +249,23 @@ class Receiver:
             timeout = queue.visibility_timeout if visibility_timeout is None else visibility_timeout
             limit = in_flight_room(conn, queue, now, limit)  # exact: this is the write transaction
             messages = (
-                _claim_fifo(conn, queue, limit, now + timeout * 1000, now, attempt_id, target, self._counters)
+                _claim_fifo(
+                    conn,
+                    queue,
+                    limit,
+                    now + timeout * 1000,
+                    now,
+                    attempt_id,
+                    target,
+                    self._counters,
+                    self._opener,
+                )
                 if limit > 0
                 else []
             )
         else:
             messages = _claim_standard(
-                conn, queue, limit, visibility_timeout, now, target, self._counters, virtual
+                conn, queue, limit, visibility_timeout, now, target, self._counters, virtual, self._opener
             )
         if messages:
             self._counters.add(queue.name, now, RECEIVED, len(messages))
@@ -309,6 +323,7 @@ def _claim_standard(
     target: QueueConfig | None,
     counters: Counters,
     virtual: str | None,
+    opener: Opener,
 ) -> list[Message]:
     mine = virtual is not None
     params = {
@@ -318,17 +333,23 @@ def _claim_standard(
         "limit": limit,
         "timeout": visibility_timeout,
         "cap": queue.in_flight_limit,
+        # Sealed rows are claimed only where the queue row (fresh: in a transaction) says the queue is
+        # sealed.  A cached row that went stale (sealed since) claims none on the one-statement path,
+        # which could not give them back if their key is missing; finding nothing, it re-reads the row.
+        "sealed": queue.sealed,
     }
     if target is not None:
         # A message received max_receive_count times goes to the dead-letter queue instead.
         while over := [
             row_id for row_id, count in conn.execute(_HEAD[mine], params) if redrive.exhausted(count, queue)
         ]:
-            relocation.move(conn, relocation.Kind.DEAD_LETTER, queue, target, over, now, counters)
+            relocation.move(
+                conn, relocation.Kind.DEAD_LETTER, queue, target, over, now, counters, opener.sealer
+            )
     rows = conn.execute(_CLAIM_HEAD[mine], params).fetchall()
     rows.sort(key=lambda row: (row[6], row[0]))  # RETURNING order is unspecified: oldest first
     history.record(conn, queue, now, history.RECEIVED, [(row[1], row[5]) for row in rows])
-    return [to_message(row) for row in rows]
+    return opener.messages(conn, rows)
 
 
 def _claim_fifo(
@@ -340,17 +361,18 @@ def _claim_fifo(
     attempt_id: str | None,
     target: QueueConfig | None,
     counters: Counters,
+    opener: Opener,
 ) -> list[Message]:
     if attempt_id is not None:
-        replayed = fifo.replay_attempt(conn, queue, attempt_id, visible_at, now)
+        replayed = fifo.replay_attempt(conn, queue, attempt_id, visible_at, now, opener)
         if replayed is not None:
             return replayed
     cutoff = expired_before(queue.retention_period, now)
     chosen, to_dead_letter, stale = fifo.choose(conn, queue, limit, now, cutoff, target is not None)
     if to_dead_letter and target is not None:
         dead = [row_id for row_id, _ in to_dead_letter]
-        relocation.move(conn, relocation.Kind.DEAD_LETTER, queue, target, dead, now, counters)
-    received = fifo.claim(conn, queue, chosen, visible_at, now)
+        relocation.move(conn, relocation.Kind.DEAD_LETTER, queue, target, dead, now, counters, opener.sealer)
+    received = fifo.claim(conn, queue, chosen, visible_at, now, opener)
     history.record(conn, queue, now, history.RECEIVED, [(m.message_id, m.receive_count) for m in received])
     fifo.refresh_groups(conn, queue.id, stale - {group for _, group in chosen})
     if attempt_id is not None:

@@ -27,6 +27,7 @@ from . import fifo, history
 from .counters import MOVED, MOVED_IN, MOVED_OUT, Counters
 from .queue_rows import QueueConfig
 from .retention import expired_before
+from .sealing import Sealer
 from .states import in_flight_sql
 
 
@@ -81,10 +82,12 @@ def move(
     row_ids: Sequence[int],
     now: int,
     counters: Counters,
+    sealer: Sealer,
 ) -> int:
     """Move rows of ``source`` to ``target`` (in the caller's write transaction); returns how many moved.
 
-    Rows that are not ``source``'s, or that expired, stay where they are.
+    Rows that are not ``source``'s, or that expired, stay where they are.  Rows that arrive encrypted
+    otherwise than ``target`` encrypts are re-sealed for it in the same transaction.
     """
     if not row_ids:
         return 0
@@ -113,6 +116,8 @@ def move(
             for group in groups:
                 fifo.add_to_group(conn, target.id, group, now)
             fifo.refresh_groups(conn, source.id, groups)
+    if moved and (source.sealed or target.sealed):  # else no row of either can be encrypted
+        sealer.reseal(conn, target, row_ids, now)
     history.record_where(conn, target, now, history.MOVED_IN, _ARRIVED_WHERE, params, source.name)
     if moved:
         counters.add(source.name, now, MOVED if kind is Kind.DEAD_LETTER else MOVED_OUT, moved)

@@ -13,6 +13,7 @@ from ..types import Attribute, AttributeInput, Message, SendResult
 from . import send, visibility
 from .counters import Counters
 from .queue_rows import Catalog, find
+from .sealing import Sealer
 
 #: The attribute that names the queue a reply goes to.
 REPLY_TO = "DurableQ.ReplyTo"
@@ -39,6 +40,7 @@ def respond(
     reply: send.Outgoing,
     now: int,
     counters: Counters,
+    sealer: Sealer,
 ) -> SendResult | None:
     """In the caller's write transaction: send ``reply`` to the request's reply queue and delete the
     request.  None if the reply queue is gone (its requester left): the request is deleted anyway."""
@@ -46,7 +48,7 @@ def respond(
     target = find(conn, reply_to)
     result = None
     if target is not None:
-        (outcome,) = send.insert(conn, target, [reply], now, counters)
+        (outcome,) = send.insert(conn, target, [reply], now, counters, sealer)
         if isinstance(outcome, DurableQError):
             raise outcome
         result = outcome

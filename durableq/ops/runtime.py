@@ -4,29 +4,45 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from .. import limits
 from ..engines.sqlite import Database
 from ..errors import InvalidParameterValue
+from ..keyring import Keyring
 from .counters import Counters
+from .messages import Opener
 from .moves import MoveTasks
+from .payloads import Payloads
 from .queue_rows import Catalog
 from .receive import Receiver
 from .retention import Sweeper
+from .sealing import Sealer
 from .temporary import Keeper
 
 
 class Runtime:
-    def __init__(self, db: Database, clock: Callable[[], float]) -> None:
+    def __init__(
+        self, db: Database, clock: Callable[[], float], keyring: Keyring | None, payload_dir: Path
+    ) -> None:
         self.db = db
         self.clock = clock
         self.catalog = Catalog()
         self.counters = Counters(db)
         self.sweeper = Sweeper(self.counters)
+        self.sealer = Sealer(keyring)
+        self.payloads = Payloads(db, payload_dir)
+        self.opener = Opener(self.sealer, self.payloads.store)
         self.receiver = Receiver(
-            db, self.now_ms, self.catalog, self.sweeper, self.counters, real_clock=clock is time.time
+            db,
+            self.now_ms,
+            self.catalog,
+            self.sweeper,
+            self.counters,
+            self.opener,
+            real_clock=clock is time.time,
         )
-        self.moves = MoveTasks(db, self.now_ms, self.counters)
+        self.moves = MoveTasks(db, self.now_ms, self.counters, self.sealer)
         self.keeper = Keeper(db, self.now_ms, self.catalog, self.counters)
 
     def now_ms(self) -> int:
@@ -47,6 +63,7 @@ class Runtime:
     def close(self) -> None:
         try:
             self.receiver.close()  # no more looks for waiting receives
+            self.payloads.settle()  # the files of rows this broker removed last
             self.keeper.close()
             self.moves.close()
             self.counters.close()  # writes the last counts: may fail on a full disk

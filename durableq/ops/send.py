@@ -20,24 +20,30 @@ from . import attributes as attrs
 from . import fifo, history, validation
 from .counters import SENT, Counters
 from .messages import format_sequence
+from .payloads import StoredPayload
 from .queue_rows import Catalog, QueueConfig
+from .sealing import ATTRIBUTES, BODY, PAYLOAD_META, DataKey, Sealer, seal_field
 
 # Selecting the queue row makes the insert itself check, atomically, that the
 # queue (a cached id: ids are never reused) still exists, that the message fits
-# its current size limit, and read its current delay.
+# its current size limit, that it still encrypts as the message was sealed, and
+# read its current delay.
 _INSERT = """
 INSERT INTO messages
   (queue_id, message_id, body, attributes, enqueued_at, visible_at, group_id, deduplication_id, sequence,
-   trace_header, virtual)
+   trace_header, virtual, data_key_id, payload_ref, payload_size, payload_meta)
 SELECT id, :message_id, :body, :attributes, :now, :now + coalesce(:delay, delay_seconds) * 1000,
-       :group_id, :deduplication_id, :sequence, :trace_header, :virtual
+       :group_id, :deduplication_id, :sequence, :trace_header, :virtual, :data_key_id, :payload_ref,
+       :payload_size, :payload_meta
 FROM queues WHERE id = :queue_id AND maximum_message_size >= :size
+  AND coalesce(kms_master_key_id, '') = :kms_key AND sqs_managed_sse_enabled = :sse
 """
 
 
 @dataclass(slots=True)
 class Outgoing:
-    """A message whose queue-independent checks passed."""
+    """A message whose queue-independent checks passed.  A large payload (``payload``) is already in the
+    payload store; its ``body`` is then empty and ``size`` counts its attributes only."""
 
     body: str
     attributes: dict[str, Attribute]
@@ -46,6 +52,15 @@ class Outgoing:
     group_id: str | None
     deduplication_id: str | None
     trace_header: str | None
+    payload: StoredPayload | None = None
+
+    def md5(self) -> str:
+        return md5_hex(self.body) if self.payload is None else self.payload.md5
+
+    def sha256(self) -> str:
+        if self.payload is not None:
+            return self.payload.sha256
+        return hashlib.sha256(self.body.encode("utf-8")).hexdigest()
 
 
 def check(
@@ -92,28 +107,32 @@ def send_one(
     item: Outgoing,
     now: int,
     counters: Counters,
+    sealer: Sealer,
     virtual: str | None = None,
 ) -> SendResult:
     """Send one message to standard queue ``name`` (to its virtual queue ``virtual``, if given): a
     single statement, atomic by itself.
 
     The queue row comes from the catalog's cache; if the insert matches no
-    queue row, the row is read afresh to say why (or to retry a recreated queue).
+    queue row, the row is read afresh to say why (or to retry a recreated queue,
+    or one whose encryption changed).
     """
     _refuse_fifo_ids(name, item)
     message_id = new_message_id()
     queue = catalog.get(conn, name)
     with history.atomic(conn, queue):
-        row = _row(queue.id, message_id, item, item.delay_seconds, now, virtual=virtual)
+        key = sealer.data_key(conn, queue, now)
+        row = _row(queue, message_id, item, item.delay_seconds, now, virtual=virtual, key=key)
         if conn.execute(_INSERT, row).rowcount != 1:
             queue = catalog.get(conn, name, fresh=True)  # QueueDoesNotExist if it is gone
             _check_for_queue(queue, item)
-            row["queue_id"] = queue.id
+            key = sealer.data_key(conn, queue, now)
+            row = _row(queue, message_id, item, item.delay_seconds, now, virtual=virtual, key=key)
             if conn.execute(_INSERT, row).rowcount != 1:
                 raise QueueDoesNotExist(f"queue {name!r} does not exist")
         history.record(conn, queue, now, history.SENT, [(message_id, 0)])
     counters.add(name, now, SENT)
-    return SendResult(message_id, None, md5_hex(item.body))
+    return SendResult(message_id, None, item.md5())
 
 
 def insert(
@@ -122,14 +141,16 @@ def insert(
     items: list[Outgoing],
     now: int,
     counters: Counters,
+    sealer: Sealer,
     virtual: str | None = None,
 ) -> list[SendResult | DurableQError]:
     """Insert ``items`` in order, in the caller's write transaction (into the virtual queue
     ``virtual`` of a standard queue, if given); one result or error each."""
     if virtual is not None:
         validation.virtual_host(queue.name, queue.fifo)
+    key = sealer.data_key(conn, queue, now) if items else None
     if queue.fifo:
-        return _insert_fifo(conn, queue, items, now, counters)
+        return _insert_fifo(conn, queue, items, now, counters, key)
     results: list[SendResult | DurableQError] = []
     rows = []
     for item in items:
@@ -140,8 +161,8 @@ def insert(
             results.append(exc)
             continue
         message_id = new_message_id()
-        rows.append(_row(queue.id, message_id, item, item.delay_seconds, now, virtual=virtual))
-        results.append(SendResult(message_id, None, md5_hex(item.body)))
+        rows.append(_row(queue, message_id, item, item.delay_seconds, now, virtual=virtual, key=key))
+        results.append(SendResult(message_id, None, item.md5()))
     if rows:
         # The queue row is fresh in this transaction and every size was checked: one executemany.
         conn.executemany(_INSERT, rows)
@@ -166,7 +187,7 @@ def _check_for_queue(queue: QueueConfig, item: Outgoing) -> None:
 
 
 def _row(
-    queue_id: int,
+    queue: QueueConfig,
     message_id: str,
     item: Outgoing,
     delay: int | None,
@@ -175,13 +196,30 @@ def _row(
     dedup_id: str | None = None,
     sequence: int | None = None,
     virtual: str | None = None,
+    key: DataKey | None = None,
 ) -> dict[str, object]:
-    """The parameters of :data:`_INSERT` for one message."""
+    """The parameters of :data:`_INSERT` for one message, sealed with ``key`` if given."""
+    body: str = item.body
+    stored_attributes = attrs.encode(item.attributes) if item.attributes else None
+    payload = item.payload
+    meta = None if payload is None else payload.meta()
+    if key is not None:
+        body = seal_field(key.aead, message_id, BODY, body.encode("utf-8"))
+        if stored_attributes is not None:
+            stored_attributes = seal_field(key.aead, message_id, ATTRIBUTES, stored_attributes.encode())
+        if meta is not None:
+            meta = seal_field(key.aead, message_id, PAYLOAD_META, meta.encode())
     return {
-        "queue_id": queue_id,
+        "queue_id": queue.id,
+        "kms_key": queue.kms_master_key_id or "",
+        "sse": queue.sqs_managed_sse_enabled,
+        "data_key_id": None if key is None else key.id,
+        "payload_ref": None if payload is None else payload.ref,
+        "payload_size": None if payload is None else payload.size,
+        "payload_meta": meta,
         "message_id": message_id,
-        "body": item.body,
-        "attributes": attrs.encode(item.attributes) if item.attributes else None,
+        "body": body,
+        "attributes": stored_attributes,
         "now": now,
         "delay": delay,
         "size": item.size,
@@ -194,7 +232,12 @@ def _row(
 
 
 def _insert_fifo(
-    conn: sqlite3.Connection, queue: QueueConfig, items: list[Outgoing], now: int, counters: Counters
+    conn: sqlite3.Connection,
+    queue: QueueConfig,
+    items: list[Outgoing],
+    now: int,
+    counters: Counters,
+    key: DataKey | None,
 ) -> list[SendResult | DurableQError]:
     for item in items:  # as SQS does, an entry without its ids fails the whole batch: nothing is sent
         _fifo_ids_given(queue, item)
@@ -210,15 +253,15 @@ def _insert_fifo(
         scope = group_id if queue.deduplication_scope == "messageGroup" else ""
         original = fifo.find_duplicate(conn, queue.id, scope, dedup_id, now)
         if original is not None:  # accepted, but nothing is enqueued
-            results.append(SendResult(original[0], format_sequence(original[1]), md5_hex(item.body)))
+            results.append(SendResult(original[0], format_sequence(original[1]), item.md5()))
             continue
         sequence += 1
         message_id = new_message_id()
-        conn.execute(_INSERT, _row(queue.id, message_id, item, None, now, group_id, dedup_id, sequence))
+        conn.execute(_INSERT, _row(queue, message_id, item, None, now, group_id, dedup_id, sequence, key=key))
         fifo.remember(conn, queue.id, scope, dedup_id, message_id, sequence, now)
         fifo.add_to_group(conn, queue.id, group_id, now + queue.delay_seconds * 1000)
         history.record(conn, queue, now, history.SENT, [(message_id, 0)])
-        results.append(SendResult(message_id, format_sequence(sequence), md5_hex(item.body)))
+        results.append(SendResult(message_id, format_sequence(sequence), item.md5()))
     if sequence != start:
         conn.execute("UPDATE queues SET next_sequence = ? WHERE id = ?", (sequence, queue.id))
         counters.add(queue.name, now, SENT, sequence - start)
@@ -236,7 +279,7 @@ def _fifo_checks(queue: QueueConfig, item: Outgoing) -> tuple[str, str]:
         )
     if item.deduplication_id is not None:
         return group_id, item.deduplication_id
-    return group_id, hashlib.sha256(item.body.encode("utf-8")).hexdigest()
+    return group_id, item.sha256()
 
 
 def _fifo_ids_given(queue: QueueConfig, item: Outgoing) -> str:

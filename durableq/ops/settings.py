@@ -1,9 +1,9 @@
 """Queue settings: checking them, and creating or changing queue rows with them.
 
-Most settings change how durableq behaves.  A few exist so that SQS clients
-can store and read them back (the access policy, the encryption settings and
-the FIFO throughput limit); durableq keeps them but does not act on them: the
-file is as private as its permissions, and one file has one writer anyway.
+Most settings change how durableq behaves, the encryption ones included (``sealing.py``).  Two exist
+so that SQS clients can store and read them back (the access policy and the FIFO throughput limit);
+durableq keeps them but does not act on them: one file has one writer anyway, and whoever can open
+the file can use it.
 """
 
 from __future__ import annotations
@@ -34,8 +34,19 @@ _RANGES: dict[str, tuple[int, int, str]] = {
     "history_retention": (limits.MIN_HISTORY_RETENTION, limits.MAX_HISTORY_RETENTION, "seconds"),
 }
 _FIFO_ONLY = ("content_based_deduplication", "deduplication_scope", "fifo_throughput_limit")
-_STORED_ONLY = ("policy", "kms_master_key_id", "sqs_managed_sse_enabled")
-SETTABLE = (*_RANGES, "history", *_FIFO_ONLY, "redrive_policy", "redrive_allow_policy", *_STORED_ONLY)
+_STORED_ONLY = ("policy",)
+_ENCRYPTION = ("kms_master_key_id", "sqs_managed_sse_enabled")
+_FLAGS = ("content_based_deduplication", "sqs_managed_sse_enabled", "history", "large_payloads")
+SETTABLE = (
+    *_RANGES,
+    "history",
+    "large_payloads",
+    *_FIFO_ONLY,
+    "redrive_policy",
+    "redrive_allow_policy",
+    *_ENCRYPTION,
+    *_STORED_ONLY,
+)
 # Columns a new queue gets unless its settings say otherwise.
 _DEFAULTS: dict[str, Any] = {
     "visibility_timeout": limits.DEFAULT_VISIBILITY_TIMEOUT,
@@ -46,8 +57,9 @@ _DEFAULTS: dict[str, Any] = {
     "content_based_deduplication": False,
     "deduplication_scope": limits.DEFAULT_DEDUPLICATION_SCOPE,
     "kms_data_key_reuse_period": limits.DEFAULT_KMS_DATA_KEY_REUSE_PERIOD,
-    "sqs_managed_sse_enabled": True,
+    "sqs_managed_sse_enabled": False,
     "history": False,
+    "large_payloads": False,
     "history_retention": limits.DEFAULT_HISTORY_RETENTION,
 }
 # The columns that make two create_queue calls "the same queue".
@@ -55,11 +67,13 @@ _IDENTITY = (
     "fifo",
     *_RANGES,
     "history",
+    "large_payloads",
     *_FIFO_ONLY,
     "dead_letter_queue",
     "max_receive_count",
     "redrive_permission",
     "redrive_source_queues",
+    *_ENCRYPTION,
     *_STORED_ONLY,
     "idle_timeout",
 )
@@ -76,7 +90,7 @@ def to_columns(
             columns[key] = validation.integer(key, value, low, high, unit, InvalidAttributeValue)
         elif key in _FIFO_ONLY and not fifo:
             raise InvalidAttributeName(f"{key} applies to FIFO queues only; {name!r} is a standard queue")
-        elif key in ("content_based_deduplication", "sqs_managed_sse_enabled", "history"):
+        elif key in _FLAGS:
             if not isinstance(value, bool):
                 raise InvalidAttributeValue(f"{key} must be True or False; got {value!r}")
             columns[key] = value
@@ -100,6 +114,8 @@ def to_columns(
             )
     if columns.get("kms_master_key_id") and "sqs_managed_sse_enabled" not in settings:
         columns["sqs_managed_sse_enabled"] = False  # a KMS key replaces SQS-managed encryption
+    if columns.get("kms_master_key_id") or columns.get("sqs_managed_sse_enabled"):
+        columns["sealed"] = True  # from now on the queue may hold encrypted rows (never cleared)
     return columns
 
 
@@ -275,9 +291,10 @@ def attributes(queue: QueueConfig) -> dict[str, Any]:
         "fifo": queue.fifo,
         **{key: getattr(queue, key) for key in _RANGES},
         "history": queue.history,
+        "large_payloads": queue.large_payloads,
         "redrive_policy": queue.redrive_policy,
         "redrive_allow_policy": queue.redrive_allow_policy,
-        **{key: getattr(queue, key) for key in _STORED_ONLY},
+        **{key: getattr(queue, key) for key in (*_ENCRYPTION, *_STORED_ONLY)},
         **({"idle_timeout": queue.idle_timeout} if queue.idle_timeout is not None else {}),
         "created_at": datetime_from_ms(queue.created_at),
         "last_modified": datetime_from_ms(queue.last_modified),

@@ -101,6 +101,8 @@ def serve(
     allow_hosts: Iterable[str] = (),
     bounds: Bounds | None = None,
     loop: str = "auto",
+    keyring: str | os.PathLike[str] | None = None,
+    payload_dir: str | os.PathLike[str] | None = None,
 ) -> Server:
     """Open the database, bind the port (0 picks a free one) and serve in a background thread.
 
@@ -110,6 +112,7 @@ def serve(
     can reach the port may use every queue: keep the default 127.0.0.1.
     ``tls_cert``/``tls_key`` (PEM files) serve HTTPS.  ``allow_hosts`` are
     extra names the Host header may carry (see ``guard.py``; ``"*"`` for any).
+    ``keyring`` and ``payload_dir`` are those of :func:`durableq.open` (encrypted queues need the keyring).
     """
     try:
         from .runner import start  # uvicorn is imported only when a server starts
@@ -133,7 +136,7 @@ def serve(
             db,
             host,
         )
-    broker = durableq.open(db, durability=durability)
+    broker = durableq.open(db, durability=durability, keyring=keyring, payload_dir=payload_dir)
     try:
         url, runner = start(
             broker,

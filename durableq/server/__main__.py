@@ -21,6 +21,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--allow-host", action="append", default=[], help="another name the Host header may carry ('*': any)"
     )
+    parser.add_argument("--keyring", help="keyring file with the master keys of encrypted queues")
+    parser.add_argument("--payload-dir", help="payload store of large payloads (default: DB.payloads)")
     parser.add_argument("--loop", choices=LOOPS, default="auto")
     parser.add_argument("--log-level", default="WARNING")
     parser.add_argument("--log-format", choices=logs.LOG_FORMATS, default="text")
@@ -38,6 +40,8 @@ def main(argv: list[str] | None = None) -> None:
         tls_key=args.tls_key,
         allow_hosts=args.allow_host,
         loop=args.loop,
+        keyring=args.keyring,
+        payload_dir=args.payload_dir,
     )
 
 

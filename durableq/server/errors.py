@@ -27,6 +27,8 @@ _MODELED: dict[str, tuple[str, int]] = {
     "BatchRequestTooLong": ("AWS.SimpleQueueService.BatchRequestTooLong", 400),
     "EmptyBatchRequest": ("AWS.SimpleQueueService.EmptyBatchRequest", 400),
     "InvalidBatchEntryId": ("AWS.SimpleQueueService.InvalidBatchEntryId", 400),
+    "KmsAccessDenied": ("KMS.AccessDeniedException", 400),
+    "KmsNotFound": ("KMS.NotFoundException", 400),
     "MessageNotInflight": ("AWS.SimpleQueueService.MessageNotInflight", 400),
     "OverLimit": ("OverLimit", 403),
     "QueueDoesNotExist": ("AWS.SimpleQueueService.NonExistentQueue", 400),
@@ -85,7 +87,7 @@ def from_library(exc: errors.DurableQError) -> WireError:
         # 503 makes SDKs retry with back-off, which is what a busy file wants.
         log.warning("database busy: %s", exc.message)
         return service_unavailable("the queue database is busy; retry the request")
-    if isinstance(exc, errors.DatabaseError):
+    if isinstance(exc, (errors.DatabaseError, errors.MessageCorrupt)):
         log.error("database error: %s", exc.message)
         return internal_error()
     code, status = _MODELED.get(exc.code, (exc.code, 400))
@@ -94,7 +96,7 @@ def from_library(exc: errors.DurableQError) -> WireError:
 
 def from_action(exc: errors.DurableQError, worded: Worded) -> WireError:
     """The SQS error for a library error raised by an action, in SQS's words (see :mod:`.wording`)."""
-    if isinstance(exc, errors.DatabaseError):
+    if isinstance(exc, (errors.DatabaseError, errors.MessageCorrupt)):
         return from_library(exc)
     code, status = _MODELED.get(worded.code, (worded.code, 400))
     return WireError(

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from durableq import Attribute, Message
 from durableq.errors import InvalidParameterValue
 from durableq.ops.attributes import md5_of_attributes
+from durableq.types import md5_hex
 
 from .params import Params, shown
 from .urls import Endpoint
@@ -34,6 +36,10 @@ SYSTEM_ATTRIBUTES = (
     "DeadLetterQueueSourceArn",
 )
 _ALL = ("All", ".*")
+#: A payload stored outside, as the Extended Client Library points at one in S3 (its reserved names).
+POINTER_CLASS = "software.amazon.payloadoffloading.PayloadS3Pointer"
+POINTER_BUCKET = "durableq-payload-store"
+PAYLOAD_SIZE = "ExtendedPayloadSize"
 
 
 def attributes_in(values: Mapping[str, Any]) -> dict[str, Attribute]:
@@ -117,17 +123,26 @@ class ReceiveView:
         return self._all or name in self._names or name.startswith(self._prefixes)
 
     def message(self, message: Message) -> dict[str, Any]:
-        """The wire form of a received message."""
+        """The wire form of a received message.  A payload stored outside the row (sent through the
+        library to a queue with large payloads) is never put on the wire: the body is a pointer in the
+        form of the Extended Client Library, with the ``ExtendedPayloadSize`` attribute."""
+        attributes = message.attributes
+        if message.payload_size is None:
+            body, md5 = message.body, message.md5_of_body
+        else:
+            body = json.dumps([POINTER_CLASS, {"s3BucketName": POINTER_BUCKET, "s3Key": message.message_id}])
+            md5 = md5_hex(body)
+            attributes = {**attributes, PAYLOAD_SIZE: Attribute("Number", str(message.payload_size))}
         wire: dict[str, Any] = {
             "MessageId": message.message_id,
             "ReceiptHandle": message.receipt_handle,
-            "MD5OfBody": message.md5_of_body,
-            "Body": message.body,
+            "MD5OfBody": md5,
+            "Body": body,
         }
         system = self._system_attributes(message)
         if system:
             wire["Attributes"] = system
-        chosen = {name: a for name, a in message.attributes.items() if self._wants(name)}
+        chosen = {name: a for name, a in attributes.items() if self._wants(name)}
         if chosen:
             wire["MD5OfMessageAttributes"] = md5_of_attributes(chosen)
             wire["MessageAttributes"] = {name: attribute_out(a) for name, a in chosen.items()}

@@ -17,6 +17,8 @@ from durableq.errors import InvalidAttributeName, InvalidAttributeValue
 from .params import to_bool, to_int
 from .urls import Endpoint
 
+#: durableq's one queue attribute SQS does not have (shown by ``All`` only where it is on).
+LARGE_PAYLOADS = "LargePayloadsEnabled"
 # SQS name -> (durableq setting, kind); kind says how the text converts.
 SETTINGS: dict[str, tuple[str, str]] = {
     "DelaySeconds": ("delay_seconds", "int"),
@@ -34,6 +36,8 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "ContentBasedDeduplication": ("content_based_deduplication", "bool"),
     "DeduplicationScope": ("deduplication_scope", "text"),
     "FifoThroughputLimit": ("fifo_throughput_limit", "text"),
+    # durableq's own, named in SQS's style: a queue whose large payloads go to the payload store.
+    LARGE_PAYLOADS: ("large_payloads", "bool"),
 }
 COUNTERS = {
     "ApproximateNumberOfMessages": "approximate_number_of_messages",
@@ -85,6 +89,8 @@ def from_settings(
         values.pop("FifoQueue")  # SQS shows it on FIFO queues only
     if everything and values.get("KmsMasterKeyId") is None:
         values.pop(_WITH_KMS_KEY, None)
+    if everything and not settings.get("large_payloads"):
+        values.pop(LARGE_PAYLOADS, None)  # SQS's own answer to All stays exactly SQS's
     return {name: str(values[name]) for name in wanted if values.get(name) is not None}
 
 

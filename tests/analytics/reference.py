@@ -34,6 +34,8 @@ class Row:
     deduplication_id: str | None
     sequence: int | None
     dead_letter_source: str | None
+    payload_size: int | None
+    data_key_id: int | None
 
     def expired(self, now_ms: int) -> bool:
         return self.enqueued_at + self.retention_period * 1000 <= now_ms
@@ -51,7 +53,8 @@ def message_rows(path: Path) -> list[Row]:
             for r in conn.execute(
                 "SELECT m.id, q.name, q.retention_period, m.message_id, m.body, m.enqueued_at, m.visible_at, "
                 "m.first_received_at, m.receive_count, m.group_id, m.deduplication_id, m.sequence, "
-                "m.dead_letter_source FROM messages m JOIN queues q ON q.id = m.queue_id"
+                "m.dead_letter_source, m.payload_size, m.data_key_id "
+                "FROM messages m JOIN queues q ON q.id = m.queue_id"
             )
         ]
 

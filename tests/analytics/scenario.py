@@ -28,11 +28,13 @@ QUEUE_NAMES = (
     "events-dlq.fifo",
     "events.fifo",
     "idle",
+    "media",
     "orders",
     "orders-dlq",
     "payments",
     "payments-dlq",
     "scheduled",
+    "secure",
 )
 
 
@@ -65,10 +67,17 @@ def receive(scenario: Scenario, queue: durableq.Queue, calls: int, **options: An
     return got
 
 
+#: Messages of the encrypted queue, and payloads stored outside the rows of the large-payload queue.
+SECURE_SENT = 50
+MEDIA_SENT = 3
+
+
 def build(path: Path) -> Scenario:
     clock = FakeClock(START)
     scenario = Scenario(path, clock)
-    with durableq.open(path, clock=clock, durability="normal") as broker:
+    keyring = durableq.Keyring(path.with_name("keyring.json"))
+    keyring.create("scenario")
+    with durableq.open(path, clock=clock, durability="normal", keyring=keyring) as broker:
         broker.create_queue("orders-dlq")
         orders = broker.create_queue(
             "orders", visibility_timeout=120, redrive_policy=RedrivePolicy("orders-dlq", 5)
@@ -85,6 +94,11 @@ def build(path: Path) -> Scenario:
         audit = broker.create_queue("audit", retention_period=60)
         scheduled = broker.create_queue("scheduled", delay_seconds=900)
         broker.create_queue("idle")
+        # Encrypted at rest, and large payloads stored outside: Spark reads both without the key.
+        send(broker.create_queue("secure", kms_master_key_id="alias/scenario"), SECURE_SENT)
+        media = broker.create_queue("media", large_payloads=True)
+        for number in range(MEDIA_SENT):
+            media.send(f"frame {number} " + "x" * 300_000)
 
         # Minute 0: orders (a tenth delayed by 15 minutes) and audit messages that will expire.
         send(orders, 9_000)

@@ -34,6 +34,9 @@ MESSAGE_TYPES = {
     "deduplication_id": "string",
     "sequence": "bigint",
     "dead_letter_source": "string",
+    "payload_bytes": "bigint",
+    "stored_outside": "boolean",
+    "encrypted": "boolean",
     "age_seconds": "double",
 }
 
@@ -76,6 +79,9 @@ def test_every_unexpired_message_appears_once_with_its_stored_values(
             stored.sequence,
         )
         assert row["dead_letter_source"] == stored.dead_letter_source
+        assert row["payload_bytes"] == stored.payload_size
+        assert row["stored_outside"] is (stored.payload_size is not None)
+        assert row["encrypted"] is (stored.data_key_id is not None)
         assert row["age_seconds"] == (now - stored.enqueued_at) / 1000
 
 
@@ -89,6 +95,17 @@ def test_states_cover_every_case_of_the_scenario(spark_messages: dict[str, dict[
     assert states[("scheduled", "delayed", False)] == 2_000
     assert states[("payments-dlq", "visible", True)] == scenario.PAYMENTS_MOVED - 500
     assert any(row["body_bytes"] > len(row["message_id"]) * 2 for row in spark_messages.values())
+
+
+def test_payloads_and_encryption_show_without_the_key(spark_messages: dict[str, dict[str, Any]]) -> None:
+    media = [row for row in spark_messages.values() if row["queue"] == "media"]
+    assert len(media) == scenario.MEDIA_SENT
+    assert all(row["stored_outside"] and row["payload_bytes"] > 300_000 for row in media)
+    assert all(row["body_bytes"] == 0 for row in media)  # the row holds no body: the payload store does
+    secure = [row for row in spark_messages.values() if row["queue"] == "secure"]
+    assert len(secure) == scenario.SECURE_SENT and all(row["encrypted"] for row in secure)
+    others = [row for row in spark_messages.values() if row["queue"] not in ("media", "secure")]
+    assert not any(row["encrypted"] or row["stored_outside"] for row in others)
 
 
 def test_values_match_what_receive_returned(

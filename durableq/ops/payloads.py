@@ -1,0 +1,341 @@
+"""Large payloads (the Extended Client Library analogue): message bodies stored outside their row.
+
+A queue with ``large_payloads`` takes messages above its ``maximum_message_size`` (up to
+:data:`~durableq.limits.MAX_PAYLOAD_SIZE`); each one's payload is a file of the **payload store**, a
+folder beside the database (``PATH.payloads/`` unless ``payload_dir`` says otherwise), and its row holds
+the file's name (``payload_ref``), the payload's size and, in ``payload_meta``, its SHA-256, MD5 and the
+file's key.
+
+The lifecycle has one rule in each direction:
+
+- **Written before its row.**  The file is written under ``tmp/``, fsynced, renamed into place and its
+  folder fsynced, and only then is the row inserted.  A crash in between leaves a file no row names
+  (an orphan, removed by :meth:`Payloads.sweep_orphans` once older than a grace period), never a row
+  without its file.
+- **Removed after its row.**  The trigger ``messages_payload_gone`` (revision 0007) records the file of
+  every removed row in ``payload_trash``, in the transaction that removed it, whatever removed it
+  (delete, expiry, purge, deleting the queue) and in whichever process; any broker then unlinks the
+  file and forgets the record (:meth:`Payloads.reclaim`).
+
+Every payload file is encrypted with AES-256-GCM under a key of its own, in chunks of
+:data:`~durableq.limits.PAYLOAD_CHUNK_SIZE` whose nonces count the chunks and mark the last one: a chunk
+that was altered, moved or cut off fails before any of its bytes are returned, and memory stays flat
+while a payload is written or read.  Where the queue encrypts at rest, the file key is sealed with the
+rest of the row (``sealing.py``); where it does not, the file key is in the row in plaintext and the
+encryption only guards integrity.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import io
+import json
+import logging
+import os
+import secrets
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from .. import limits
+from ..engines.files import fsync_path
+from ..engines.sqlite import Database
+from ..errors import DatabaseError, DurableQError, InvalidParameterValue, MessageCorrupt
+
+log = logging.getLogger(__name__)
+
+_TAG = 16
+_CHUNK = limits.PAYLOAD_CHUNK_SIZE
+_TRASH_BATCH = 500
+_TRASH = "SELECT ref FROM payload_trash LIMIT ?"
+_FORGET = "DELETE FROM payload_trash WHERE ref = ?"
+_NAMED = "SELECT 1 FROM messages WHERE payload_ref = ? LIMIT 1"
+#: How often a broker whose file has no payload store looks whether another process made one.
+_RECHECK = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class StoredPayload:
+    """A payload file, as its row describes it."""
+
+    ref: str
+    size: int
+    sha256: str
+    md5: str
+    key: bytes
+
+    def meta(self) -> str:
+        """``payload_meta`` of the row (sealed with the row where the queue encrypts)."""
+        return json.dumps(
+            {"sha256": self.sha256, "md5": self.md5, "key": base64.b64encode(self.key).decode("ascii")}
+        )
+
+    @classmethod
+    def from_row(cls, ref: str, size: int, meta: str) -> StoredPayload:
+        values = json.loads(meta)
+        return cls(ref, size, values["sha256"], values["md5"], base64.b64decode(values["key"]))
+
+
+def _nonce(index: int, last: bool) -> bytes:
+    return index.to_bytes(11, "big") + (b"\x01" if last else b"\x00")
+
+
+class PayloadStore:
+    """The folder of payload files: ``AB/ABCD…`` for a payload named ``ABCD…``, and ``tmp/``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def path(self, ref: str) -> Path:
+        return self.root / ref[:2] / ref
+
+    def write(self, source: BinaryIO | None, first: bytes = b"") -> StoredPayload:
+        """Store what ``first`` and then ``source`` hold (read in chunks); returns it once its file is
+        durable in place.  InvalidParameterValue if it is empty or larger than the limit."""
+        ref = secrets.token_hex(16)
+        key = AESGCM.generate_key(bit_length=256)
+        aead = AESGCM(key)
+        sha, md5 = hashlib.sha256(), hashlib.md5(usedforsecurity=False)
+        folder = self._folder(self.root / "tmp")
+        partial = folder / f"{ref}.partial"
+        size = 0
+        try:
+            with open(partial, "xb") as out:
+                os.fchmod(out.fileno(), limits.DEFAULT_FILE_MODE)
+                chunks = _chunks(source, first)
+                chunk = next(chunks, b"")
+                index = 0
+                while chunk:
+                    following = next(chunks, b"")
+                    size += len(chunk)
+                    if size > limits.MAX_PAYLOAD_SIZE:
+                        raise InvalidParameterValue(
+                            f"the payload is over {limits.MAX_PAYLOAD_SIZE} bytes, the most a queue with "
+                            "large payloads takes"
+                        )
+                    sha.update(chunk)
+                    md5.update(chunk)
+                    out.write(aead.encrypt(_nonce(index, not following), chunk, None))
+                    chunk, index = following, index + 1
+                if size == 0:
+                    raise InvalidParameterValue("the payload is empty; a message body has at least 1 byte")
+                out.flush()
+                os.fsync(out.fileno())
+            # Always fsynced, whatever the durability: the row that names the file may reach the disk
+            # at any later commit, and must never arrive there without it (one fsync per payload of
+            # more than the queue's size limit costs little beside writing it).
+            target = self.path(ref)
+            self._folder(target.parent)
+            os.rename(partial, target)
+            fsync_path(target.parent)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(partial)
+            raise
+        return StoredPayload(ref, size, sha.hexdigest(), md5.hexdigest(), key)
+
+    def discard(self, ref: str) -> None:
+        """Remove a payload file (gone already is fine)."""
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path(ref))
+
+    def open(self, payload: StoredPayload, message_id: str) -> io.BufferedReader:
+        """A binary file object over the payload's plaintext, checked chunk by chunk."""
+        try:
+            raw = open(self.path(payload.ref), "rb")
+        except FileNotFoundError:
+            raise MessageCorrupt(
+                f"the payload file of message {message_id} ({self.path(payload.ref)}) is gone: the message "
+                "was deleted, or the file was removed by hand"
+            ) from None
+        return io.BufferedReader(_PayloadReader(raw, payload, message_id), buffer_size=_CHUNK)
+
+    def _folder(self, path: Path) -> Path:
+        """``path`` (the store's root or a folder in it), made private with its root if missing."""
+        try:
+            for folder in (self.root, path):  # each with its mode (parents=True would use the umask's)
+                folder.mkdir(mode=limits.PAYLOAD_DIR_MODE, exist_ok=True)
+        except OSError as exc:
+            raise DatabaseError(f"cannot create the payload folder {path}: {exc.strerror or exc}") from exc
+        return path
+
+    def files(self) -> Iterator[Path]:
+        """Every file of the store (payloads, and unfinished ones under ``tmp/``)."""
+        if not self.root.is_dir():
+            return
+        for folder in self.root.iterdir():
+            if folder.is_dir():
+                yield from (f for f in folder.iterdir() if f.is_file())
+
+
+def _chunks(source: BinaryIO | None, first: bytes) -> Iterator[bytes]:
+    """What ``first`` then ``source`` hold, in chunks of the chunk size (the last may be shorter)."""
+    view, offset = memoryview(first), 0
+    while True:
+        chunk = bytearray(view[offset : offset + _CHUNK])
+        offset += len(chunk)
+        while len(chunk) < _CHUNK and source is not None:
+            more = source.read(_CHUNK - len(chunk))
+            if not more:
+                source = None
+            elif isinstance(more, (bytes, bytearray, memoryview)):
+                chunk += more
+            else:
+                raise InvalidParameterValue(
+                    "a payload is read from a binary file (opened with 'rb'); "
+                    f"its read() returned {type(more).__name__}"
+                )
+        if not chunk:
+            return
+        yield bytes(chunk)
+
+
+class _PayloadReader(io.RawIOBase):
+    """Decrypts a payload file chunk by chunk; each chunk authenticates before its bytes come out, and
+    the size and SHA-256 of the whole are checked at its end."""
+
+    def __init__(self, raw: BinaryIO, payload: StoredPayload, message_id: str) -> None:
+        self._raw = raw
+        self._payload = payload
+        self._message_id = message_id
+        self._aead = AESGCM(payload.key)
+        self._chunks = max(1, -(-payload.size // _CHUNK))
+        self._index = 0
+        self._buffer = b""
+        self._sha = hashlib.sha256()
+        self._read = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, target: memoryview) -> int:  # type: ignore[override]
+        if not self._buffer:
+            if self._index >= self._chunks:
+                return 0
+            self._buffer = self._next_chunk()
+        count = min(len(target), len(self._buffer))
+        target[:count] = self._buffer[:count]
+        self._buffer = self._buffer[count:]
+        return count
+
+    def _next_chunk(self) -> bytes:
+        last = self._index == self._chunks - 1
+        sealed = self._raw.read(_CHUNK + _TAG)
+        try:
+            plain = self._aead.decrypt(_nonce(self._index, last), sealed, None)
+        except InvalidTag:
+            raise self._corrupt(f"chunk {self._index} does not authenticate") from None
+        self._index += 1
+        self._sha.update(plain)
+        self._read += len(plain)
+        if last:
+            if self._raw.read(1):
+                raise self._corrupt("the file is longer than its payload")
+            if self._read != self._payload.size or self._sha.hexdigest() != self._payload.sha256:
+                raise self._corrupt("its SHA-256 does not match the one its message holds")
+        return plain
+
+    def _corrupt(self, why: str) -> MessageCorrupt:
+        return MessageCorrupt(
+            f"the payload of message {self._message_id} failed its check ({why}); none of it is returned "
+            "past that point"
+        )
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+class Payloads:
+    """One broker's side of the payload store: writing, and removing what no row names any more."""
+
+    def __init__(self, db: Database, root: Path) -> None:
+        self._db = db
+        self.store = PayloadStore(root)
+        self._lock = threading.Lock()
+        self._active = root.is_dir()
+        self._looked = time.monotonic()
+        self._swept = 0.0  # monotonic time of the last orphan sweep (0: never)
+
+    @property
+    def root(self) -> Path:
+        return self.store.root
+
+    def write(self, source: BinaryIO | None, first: bytes = b"") -> StoredPayload:
+        payload = self.store.write(source, first)
+        self._active = True
+        return payload
+
+    def abandon(self, ref: str) -> None:
+        """A send that wrote payload ``ref`` failed: remove the file, unless a row names it after all
+        (the failure came after the commit), in which case it stays with its row."""
+        try:
+            with self._db.statement() as conn:
+                named = conn.execute(_NAMED, (ref,)).fetchone() is not None
+        except DurableQError:  # the file cannot tell now: the orphan sweep decides later
+            return
+        if not named:
+            self.store.discard(ref)
+
+    def settle(self) -> None:
+        """After a call that may have removed rows: remove the payload files no row names any more
+        (and, at most every sweep interval, the orphans).  Costs one check of a flag where the file has
+        no payload store."""
+        if not self._active:
+            now = time.monotonic()
+            if now - self._looked < _RECHECK:
+                return
+            self._looked = now
+            if not self.root.is_dir():
+                return
+            self._active = True
+        try:
+            self.reclaim()
+            if time.monotonic() - self._swept >= limits.PAYLOAD_SWEEP_INTERVAL or not self._swept:
+                self.sweep_orphans()
+        except DurableQError:  # a busy or full file: the next call (of any broker) does it
+            log.warning("could not remove payload files now (will retry)", exc_info=True)
+
+    def reclaim(self) -> int:
+        """Remove the files of rows that are gone (``payload_trash``); returns how many."""
+        done = 0
+        with self._lock:
+            while True:
+                with self._db.statement() as conn:
+                    refs = [ref for (ref,) in conn.execute(_TRASH, (_TRASH_BATCH,))]
+                if not refs:
+                    return done
+                for ref in refs:
+                    self.store.discard(ref)
+                with self._db.write() as conn:  # one transaction for the batch
+                    conn.executemany(_FORGET, [(ref,) for ref in refs])
+                done += len(refs)
+
+    def sweep_orphans(self, grace: float = limits.PAYLOAD_ORPHAN_GRACE) -> int:
+        """Remove payload files that no row names and that are older than ``grace`` seconds (those of
+        sends cut by a crash between writing the file and committing the row); returns how many."""
+        self._swept = time.monotonic()
+        cutoff = time.time() - grace
+        removed = 0
+        for file in self.store.files():
+            try:
+                if file.stat().st_mtime > cutoff:
+                    continue
+            except FileNotFoundError:
+                continue
+            if file.parent.name != "tmp":
+                with self._db.statement() as conn:
+                    if conn.execute(_NAMED, (file.name,)).fetchone() is not None:
+                        continue
+            with contextlib.suppress(FileNotFoundError):
+                file.unlink()
+                removed += 1
+        return removed

@@ -1,0 +1,295 @@
+"""Large payloads: stored outside the row above the queue's size limit, streamed, checked, and removed
+with their message whatever removes it, in whichever process; a crash between the file and the row
+leaves an orphan file, never a row without its file."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import durableq
+from durableq import limits
+from durableq.types import md5_hex
+
+from .conftest import FakeClock, until
+
+BIG = 300_000  # over the default size limit of 262,144 bytes
+
+
+def payload_files(broker: durableq.Broker) -> list[Path]:
+    root = broker.payload_dir
+    if not root.is_dir():
+        return []
+    return sorted(f for d in root.iterdir() if d.is_dir() and d.name != "tmp" for f in d.iterdir())
+
+
+def rows(db: Path, sql: str, *params: object) -> list[tuple[object, ...]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(sql, params).fetchall()
+
+
+@pytest.fixture
+def big(broker: durableq.Broker) -> durableq.Queue:
+    return broker.create_queue("big", large_payloads=True)
+
+
+def test_a_large_body_goes_to_the_store_and_comes_back_whole(
+    broker: durableq.Broker, big: durableq.Queue, db_path: Path
+) -> None:
+    body = "photo " + "é" * BIG  # 600,006 bytes of UTF-8
+    sent = big.send(body, attributes={"kind": "image"})
+    assert sent.md5_of_body == md5_hex(body)
+    (stored,) = payload_files(broker)
+    ((ref, size, inline),) = rows(db_path, "SELECT payload_ref, payload_size, body FROM messages")
+    assert (ref, size, inline) == (stored.name, len(body.encode()), "")
+    (message,) = big.receive()
+    assert message.payload_size == len(body.encode())
+    assert message.attributes == {"kind": durableq.Attribute("String", "image")}
+    assert message.md5_of_body == sent.md5_of_body  # from the row: the payload is not read for it
+    assert message.body == body
+    assert message.open_payload().read() == body.encode()
+    big.delete(message.receipt_handle)
+    assert payload_files(broker) == [] and not stored.exists()
+
+
+def test_a_batch_counts_only_what_stays_in_its_rows(broker: durableq.Broker, big: durableq.Queue) -> None:
+    # Two bodies of 700,000 bytes: 1.4 MB together, over the batch limit of 1 MiB when inline.
+    entries = [durableq.SendEntry(str(i), str(i) * 700_000) for i in range(2)]
+    result = big.send_batch(entries)
+    assert [s.id for s in result.successful] == ["0", "1"] and result.failed == []
+    assert len(payload_files(broker)) == 2
+    assert sorted(m.body for m in big.receive(10)) == sorted(e.body for e in entries)
+    plain = broker.create_queue("plain", maximum_message_size=limits.MAX_MAXIMUM_MESSAGE_SIZE)
+    with pytest.raises(durableq.BatchRequestTooLong):
+        plain.send_batch(entries)
+    # A batch refused whole (its attributes alone are over the limit) leaves no payload file behind.
+    heavy = [durableq.SendEntry(str(i), "y" * BIG, attributes={"a": "z" * 110_000}) for i in range(10)]
+    with pytest.raises(durableq.BatchRequestTooLong):
+        big.send_batch(heavy)
+    assert len(payload_files(broker)) == 2
+
+
+def test_small_messages_stay_inline_and_other_queues_keep_their_limit(
+    broker: durableq.Broker, big: durableq.Queue
+) -> None:
+    big.send("small")
+    (message,) = big.receive()
+    assert message.payload_size is None and message.body == "small"
+    assert message.open_payload().read() == b"small"
+    assert payload_files(broker) == []
+    plain = broker.create_queue("plain")
+    with pytest.raises(durableq.InvalidParameterValue, match="allows at most 262144"):
+        plain.send("x" * BIG)
+    with pytest.raises(durableq.InvalidParameterValue, match="allows at most 262144"):
+        big.send("x" * BIG, offload=False)  # the endpoint's rule: over the limit is refused
+    assert payload_files(broker) == []
+
+
+def test_send_file_streams_binary_and_text(
+    broker: durableq.Broker, big: durableq.Queue, tmp_path: Path
+) -> None:
+    data = os.urandom(3 * limits.PAYLOAD_CHUNK_SIZE + 17)  # several chunks and a short last one
+    source = tmp_path / "video.bin"
+    source.write_bytes(data)
+    big.send_file(source)
+    big.send_file(io.BytesIO(b"just text"))
+    first, second = big.receive(10)
+    assert first.payload_size == len(data)
+    with first.open_payload() as stream:
+        assert stream.read(1000) == data[:1000]
+        assert stream.read() == data[1000:]
+    with pytest.raises(durableq.InvalidMessageContents, match="binary, not UTF-8 text"):
+        first.body  # noqa: B018 - the property raises
+    assert second.payload_size is None and second.body == "just text"  # small text stays inline
+    with pytest.raises(durableq.InvalidParameterValue, match="does not take large payloads"):
+        broker.create_queue("plain").send_file(source)
+    with pytest.raises(durableq.InvalidParameterValue, match="cannot read"):
+        big.send_file(tmp_path / "missing.bin")
+    with pytest.raises(durableq.InvalidParameterValue, match="empty"):
+        big.send_file(io.BytesIO(b"\xff" * 0))
+
+
+def test_a_payload_over_the_limit_is_refused_and_leaves_no_file(
+    broker: durableq.Broker, big: durableq.Queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(limits, "MAX_PAYLOAD_SIZE", 2 * limits.PAYLOAD_CHUNK_SIZE)  # the rule, not 2 GiB
+    with pytest.raises(durableq.InvalidParameterValue, match="over 2097152 bytes"):
+        big.send_file(io.BytesIO(b"\0" * (2 * limits.PAYLOAD_CHUNK_SIZE + 1)))
+    assert list(broker.payload_dir.rglob("*.partial")) == [] and payload_files(broker) == []
+    assert big.stats().approximate_number_of_messages == 0
+
+
+def test_expiry_purge_and_queue_deletion_remove_the_files(
+    broker: durableq.Broker, clock: FakeClock, big: durableq.Queue
+) -> None:
+    short = broker.create_queue("short", large_payloads=True, retention_period=60)
+    short.send("a" * BIG)
+    big.send("b" * BIG)
+    big.send("c" * BIG)
+    assert len(payload_files(broker)) == 3
+    clock.advance(61)
+    assert short.stats().approximate_number_of_messages == 0  # the sweep removed the row ...
+    assert len(payload_files(broker)) == 2  # ... and its file
+    big.purge()
+    assert payload_files(broker) == []
+    big.send("d" * BIG)
+    broker.delete_queue("big")
+    assert payload_files(broker) == []
+
+
+def test_moves_keep_the_payload_and_its_file_goes_with_the_message(broker: durableq.Broker) -> None:
+    broker.create_queue("dlq")
+    source = broker.create_queue(
+        "jobs", large_payloads=True, redrive_policy=durableq.RedrivePolicy("dlq", max_receive_count=1)
+    )
+    body = "z" * BIG
+    source.send(body)
+    (first,) = source.receive(visibility_timeout=0)
+    assert source.receive() == []  # its second receive moves it to the dead-letter queue
+    (dead,) = broker.get_queue("dlq").receive()
+    assert dead.message_id == first.message_id and dead.body == body and len(payload_files(broker)) == 1
+    broker.get_queue("dlq").delete(dead.receipt_handle)
+    assert payload_files(broker) == []
+
+
+def test_fifo_content_deduplication_covers_payloads(broker: durableq.Broker) -> None:
+    fifo = broker.create_queue("big.fifo", fifo=True, content_based_deduplication=True, large_payloads=True)
+    body = "f" * BIG
+    first = fifo.send(body, group_id="g")
+    again = fifo.send(body, group_id="g")
+    assert again.message_id == first.message_id  # the SHA-256 of the payload is its deduplication id
+    (message,) = fifo.receive(10)
+    assert message.deduplication_id == hashlib.sha256(body.encode()).hexdigest()
+    assert message.body == body
+    # The duplicate's file was written before the send knew it was one; it goes once no row names it.
+    assert len(payload_files(broker)) == 2
+    assert broker.sweep_payloads(grace=0) == 1 and len(payload_files(broker)) == 1
+
+
+def test_a_damaged_payload_is_never_returned(
+    broker: durableq.Broker, big: durableq.Queue, db_path: Path
+) -> None:
+    data = os.urandom(2 * limits.PAYLOAD_CHUNK_SIZE)
+    big.send_file(io.BytesIO(data))
+    big.send("t" * BIG)
+    binary, text = big.receive(10)
+    stored = {f.name: f for f in payload_files(broker)}
+    ((ref,),) = rows(db_path, "SELECT payload_ref FROM messages WHERE message_id = ?", binary.message_id)
+    damaged = bytearray(stored[str(ref)].read_bytes())
+    damaged[limits.PAYLOAD_CHUNK_SIZE + 100] ^= 1  # a bit of the second chunk
+    stored[str(ref)].write_bytes(bytes(damaged))
+    with binary.open_payload() as stream:
+        assert stream.read(limits.PAYLOAD_CHUNK_SIZE) == data[: limits.PAYLOAD_CHUNK_SIZE]  # checked chunk
+        with pytest.raises(durableq.MessageCorrupt, match="chunk 1 does not authenticate"):
+            stream.read()
+    # A row whose checksum does not match its file: the body is never returned.
+    with sqlite3.connect(db_path) as conn:
+        (meta,) = conn.execute(
+            "SELECT payload_meta FROM messages WHERE message_id = ?", (text.message_id,)
+        ).fetchone()
+        values = json.loads(meta)
+        values["sha256"] = hashlib.sha256(b"something else").hexdigest()
+        conn.execute(
+            "UPDATE messages SET payload_meta = ? WHERE message_id = ?", (json.dumps(values), text.message_id)
+        )
+    big.change_visibility(text.receipt_handle, 0)
+    (fresh,) = big.receive()
+    with pytest.raises(durableq.MessageCorrupt, match="SHA-256 does not match"):
+        fresh.body  # noqa: B018
+    big.delete(fresh.receipt_handle)  # its holder can still delete it
+    # A file removed by hand.
+    big.change_visibility(binary.receipt_handle, 0)
+    stored[str(ref)].unlink()
+    (gone,) = big.receive()
+    with pytest.raises(durableq.MessageCorrupt, match="is gone"):
+        gone.open_payload()
+
+
+def test_another_process_deleting_removes_the_file(
+    broker: durableq.Broker, big: durableq.Queue, db_path: Path
+) -> None:
+    big.send("p" * BIG)
+    big.send("q" * BIG)
+    (message,) = big.receive()
+    script = textwrap.dedent(
+        f"""
+        import durableq
+        with durableq.open({str(db_path)!r}) as broker:
+            queue = broker.get_queue("big")
+            queue.delete({message.receipt_handle!r})
+            queue.purge()
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+    assert payload_files(broker) == []
+
+
+def test_a_file_whose_row_went_without_its_remover_is_removed_by_any_broker(
+    broker: durableq.Broker, big: durableq.Queue, db_path: Path
+) -> None:
+    # A process that removed rows and died before it removed their files (here: rows deleted by a
+    # plain SQLite connection, which knows nothing of payloads) leaves their names in payload_trash,
+    # written by the trigger in the deleting transaction; any broker removes the files.
+    big.send("r" * BIG)
+    big.send("s" * BIG)
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("DELETE FROM messages")
+    assert len(payload_files(broker)) == 2
+    assert len(rows(db_path, "SELECT ref FROM payload_trash")) == 2
+    assert broker.sweep_payloads() == 2  # the trash, without waiting for the orphan grace period
+    assert payload_files(broker) == [] and rows(db_path, "SELECT ref FROM payload_trash") == []
+
+
+SENDER = """
+import sys, durableq
+with durableq.open(sys.argv[1]) as broker:
+    broker.get_queue("big").send("k" * 300_000)
+"""
+
+
+def test_sigkill_between_the_file_and_the_row_leaves_only_an_orphan(
+    broker: durableq.Broker, big: durableq.Queue, db_path: Path
+) -> None:
+    # Hold the write lock: the sender writes its payload file, then waits for the lock to insert the
+    # row; it is killed there, between the two steps.
+    blocker = sqlite3.connect(db_path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    sender = subprocess.Popen([sys.executable, "-c", SENDER, str(db_path)])
+    try:
+        until(lambda: len(payload_files(broker)) == 1, "the sender wrote its payload file")
+        sender.send_signal(signal.SIGKILL)
+        sender.wait(timeout=30)
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert sender.returncode == -signal.SIGKILL
+    assert big.stats().approximate_number_of_messages == 0  # no row ...
+    (orphan,) = payload_files(broker)  # ... and the file it would have named
+    assert broker.sweep_payloads() == 0 and orphan.exists()  # younger than the grace period: kept
+    assert broker.sweep_payloads(grace=0) == 1 and not orphan.exists()
+    # Every row names a file that exists (the other order of the two steps would break this).
+    big.send("m" * BIG)
+    for (ref,) in rows(db_path, "SELECT payload_ref FROM messages WHERE payload_ref IS NOT NULL"):
+        assert (broker.payload_dir / str(ref)[:2] / str(ref)).exists()
+
+
+def test_payload_dir_is_where_open_says(tmp_path: Path) -> None:
+    store = tmp_path / "elsewhere"
+    with durableq.open(tmp_path / "q.db", payload_dir=store) as broker:
+        assert broker.payload_dir == store
+        broker.create_queue("big", large_payloads=True).send("x" * BIG)
+        assert len(payload_files(broker)) == 1 and store.is_dir()
+        assert (store.stat().st_mode & 0o777) == limits.PAYLOAD_DIR_MODE
+        assert all((f.stat().st_mode & 0o777) == limits.DEFAULT_FILE_MODE for f in payload_files(broker))
+    with durableq.open(tmp_path / "default.db") as broker:
+        assert broker.payload_dir == tmp_path / "default.db.payloads"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 from collections.abc import Mapping
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any, BinaryIO, Protocol
 
@@ -124,6 +124,21 @@ class Message:
             assert self._content is not None
             text = self._text = self._content.text()
         return text
+
+    def __repr__(self) -> str:
+        # The body as ``body=`` (a payload stored outside is not read for a repr), then the other fields.
+        body = (
+            f"<payload of {self.payload_size} bytes>"
+            if self._text is None and self.payload_size is not None
+            else repr(self._text)
+        )
+        shown = [f"message_id={self.message_id!r}", f"body={body}"]
+        shown += [
+            f"{f.name}={getattr(self, f.name)!r}"
+            for f in fields(self)
+            if f.name not in ("message_id", "_text", "_content")
+        ]
+        return f"Message({', '.join(shown)})"
 
     def open_payload(self) -> BinaryIO:
         """The body as a binary file object: a payload stored outside is streamed from the payload store

@@ -79,6 +79,16 @@ def test_a_batch_counts_only_what_stays_in_its_rows(broker: durableq.Broker, big
     assert len(payload_files(broker)) == 2
 
 
+def test_a_repr_shows_the_body_and_never_reads_a_payload(big: durableq.Queue) -> None:
+    big.send("small body")
+    big.send("z" * BIG)
+    small, large = big.receive(10)
+    assert "body='small body'" in repr(small)
+    assert f"body=<payload of {BIG} bytes>" in repr(large) and "zzz" not in repr(large)
+    assert large.body == "z" * BIG  # once read, it is the body like any other
+    assert "_text" not in repr(large) and "_content" not in repr(large)
+
+
 def test_small_messages_stay_inline_and_other_queues_keep_their_limit(
     broker: durableq.Broker, big: durableq.Queue
 ) -> None:

@@ -50,22 +50,8 @@ RETURNING {COLUMNS}
 
 def to_message(row: Sequence[Any]) -> Message:
     """A Message from a row of :data:`COLUMNS` stored in plaintext and inline (its first column, the
-    row id, is not shown); :meth:`Opener.message` takes any row."""
-    sequence = row[10]
-    return Message(
-        row[1],
-        row[2],
-        row[4],
-        row[5],
-        row[6],
-        row[7],
-        attributes.decode(row[3]) if row[3] else {},
-        row[8],
-        row[9],
-        None if sequence is None else format_sequence(sequence),
-        row[11],
-        row[12],
-    )
+    row id, is not shown); :meth:`Opener.messages` takes any row."""
+    return _message(row, row[2], attributes.decode(row[3]) if row[3] else {}, None, None)
 
 
 def format_sequence(sequence: int) -> str:
@@ -112,7 +98,7 @@ class Opener:
         return _message(row, None if content else body, decoded, size, content)
 
 
-def _message(
+def _message(  # the one place a row's columns become a Message
     row: Sequence[Any],
     text: str | None,
     decoded: dict[str, Any],

@@ -18,7 +18,7 @@ from ..types import Message
 from . import attributes
 from .payloads import PayloadStore, StoredPayload
 from .receipts import NEW_HANDLE_SQL
-from .sealing import ATTRIBUTES, BODY, PAYLOAD_META, Sealer, open_field
+from .sealing import Sealer, open_fields
 
 #: The columns :func:`to_message` reads, in its order (after ``id``).
 COLUMNS = (
@@ -84,11 +84,7 @@ class Opener:
             if aead is None:
                 aead = keys[data_key_id] = self.sealer.aead(conn, data_key_id)
             try:
-                body = open_field(aead, message_id, BODY, body).decode("utf-8")
-                if stored_attributes:
-                    stored_attributes = open_field(aead, message_id, ATTRIBUTES, stored_attributes).decode()
-                if meta:
-                    meta = open_field(aead, message_id, PAYLOAD_META, meta).decode("utf-8")
+                body, stored_attributes, meta = open_fields(aead, message_id, (body, stored_attributes, meta))
             except MessageCorrupt as exc:
                 return _message(row, None, {}, size, _Broken(exc.message))
         content = (

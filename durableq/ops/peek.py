@@ -12,7 +12,7 @@ from . import attributes, validation
 from .messages import format_sequence
 from .queue_rows import QueueConfig
 from .retention import expired_before
-from .sealing import ATTRIBUTES, BODY, Sealer, open_field
+from .sealing import Sealer, open_fields
 from .states import STATE_SQL, STATES
 
 _PEEK = f"""
@@ -53,9 +53,7 @@ def _peeked(conn: sqlite3.Connection, row: tuple[Any, ...], sealer: Sealer) -> P
     if data_key_id is not None:
         try:
             aead = sealer.aead(conn, data_key_id)
-            body = open_field(aead, row[0], BODY, body).decode("utf-8")
-            if stored_attributes:
-                stored_attributes = open_field(aead, row[0], ATTRIBUTES, stored_attributes).decode()
+            body, stored_attributes, _ = open_fields(aead, row[0], (body, stored_attributes, None))
         except DurableQError:
             body, stored_attributes = None, None
     return PeekedMessage(

@@ -23,7 +23,7 @@ import base64
 import os
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from cryptography.exceptions import InvalidTag
@@ -209,25 +209,14 @@ class Sealer:
                 continue
             if alias == want:
                 continue
+            fields: Fields = (body, attributes, meta)
             if data_key_id is not None:
-                aead = self.aead(conn, data_key_id)
-                body = _text(open_field(aead, message_id, BODY, body))
-                attributes = attributes and _text(open_field(aead, message_id, ATTRIBUTES, attributes))
-                meta = meta and _text(open_field(aead, message_id, PAYLOAD_META, meta))
+                fields = open_fields(self.aead(conn, data_key_id), message_id, fields)
             key = self.data_key(conn, target, now)
             if key is not None:
-                body = seal_field(key.aead, message_id, BODY, body.encode("utf-8"))
-                attributes = attributes and seal_field(key.aead, message_id, ATTRIBUTES, attributes.encode())
-                meta = meta and seal_field(key.aead, message_id, PAYLOAD_META, meta.encode())
-            changes.append(
-                {
-                    "id": row_id,
-                    "data_key_id": None if key is None else key.id,
-                    "body": body,
-                    "attributes": attributes,
-                    "payload_meta": meta,
-                }
-            )
+                fields = seal_fields(key.aead, message_id, fields)
+            change = dict(zip(("body", "attributes", "payload_meta"), fields))
+            changes.append({"id": row_id, "data_key_id": None if key is None else key.id, **change})
         if changes:
             conn.executemany(_RESEAL, changes)
         if kept_sealed and not target.sealed:
@@ -235,27 +224,48 @@ class Sealer:
             queue_rows.changed(conn)  # every broker's catalog reloads the row
 
 
-def seal_field(aead: AESGCM, message_id: str, field: str, plain: bytes) -> str:
-    """``plain`` sealed for ``field`` of message ``message_id``: base64 of nonce + ciphertext + tag."""
+#: The sealable fields of a row, as stored: body, encoded attributes (or None), payload_meta (or None).
+Fields = tuple[str, str | None, str | None]
+
+
+def seal_fields(aead: AESGCM, message_id: str, fields: Fields) -> Fields:
+    """A row's fields sealed for message ``message_id`` (absent ones stay None)."""
+    return _each(_seal, aead, message_id, fields)
+
+
+def open_fields(aead: AESGCM, message_id: str, fields: Fields) -> Fields:
+    """The plaintext of a row's sealed fields; MessageCorrupt if one does not authenticate."""
+    return _each(_open, aead, message_id, fields)
+
+
+def _each(
+    step: Callable[[AESGCM, str, str, str], str], aead: AESGCM, message_id: str, fields: Fields
+) -> Fields:
+    body, attributes, meta = fields
+    return (
+        step(aead, message_id, BODY, body),
+        None if attributes is None else step(aead, message_id, ATTRIBUTES, attributes),
+        None if meta is None else step(aead, message_id, PAYLOAD_META, meta),
+    )
+
+
+def _seal(aead: AESGCM, message_id: str, field: str, plain: str) -> str:
+    """``plain`` sealed for ``field`` of message ``message_id`` (the associated data binds it to
+    both): base64 of nonce + ciphertext + tag."""
     nonce = os.urandom(_NONCE)
-    sealed = aead.encrypt(nonce, plain, f"{message_id}|{field}".encode())
+    sealed = aead.encrypt(nonce, plain.encode("utf-8"), f"{message_id}|{field}".encode())
     return base64.b64encode(nonce + sealed).decode("ascii")
 
 
-def open_field(aead: AESGCM, message_id: str, field: str, sealed: str) -> bytes:
-    """The plaintext of a sealed field; MessageCorrupt if it does not authenticate."""
+def _open(aead: AESGCM, message_id: str, field: str, sealed: str) -> str:
     try:
         blob = base64.b64decode(sealed, validate=True)
-        return aead.decrypt(blob[:_NONCE], blob[_NONCE:], f"{message_id}|{field}".encode())
-    except (InvalidTag, ValueError):
+        return aead.decrypt(blob[:_NONCE], blob[_NONCE:], f"{message_id}|{field}".encode()).decode("utf-8")
+    except (InvalidTag, ValueError):  # (UnicodeDecodeError is a ValueError)
         raise MessageCorrupt(
             f"the {field} of message {message_id} does not authenticate under its data key: it was "
             "altered, or copied from another message"
         ) from None
-
-
-def _text(plain: bytes) -> str:
-    return plain.decode("utf-8")
 
 
 def _wrap_aad(alias: str, version: int) -> bytes:

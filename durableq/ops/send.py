@@ -22,7 +22,7 @@ from .counters import SENT, Counters
 from .messages import format_sequence
 from .payloads import StoredPayload
 from .queue_rows import Catalog, QueueConfig
-from .sealing import ATTRIBUTES, BODY, PAYLOAD_META, DataKey, Sealer, seal_field
+from .sealing import DataKey, Fields, Sealer, seal_fields
 
 # Selecting the queue row makes the insert itself check, atomically, that the
 # queue (a cached id: ids are never reused) still exists, that the message fits
@@ -199,16 +199,15 @@ def _row(
     key: DataKey | None = None,
 ) -> dict[str, object]:
     """The parameters of :data:`_INSERT` for one message, sealed with ``key`` if given."""
-    body: str = item.body
-    stored_attributes = attrs.encode(item.attributes) if item.attributes else None
     payload = item.payload
-    meta = None if payload is None else payload.meta()
+    fields: Fields = (
+        item.body,
+        attrs.encode(item.attributes) if item.attributes else None,
+        None if payload is None else payload.meta(),
+    )
     if key is not None:
-        body = seal_field(key.aead, message_id, BODY, body.encode("utf-8"))
-        if stored_attributes is not None:
-            stored_attributes = seal_field(key.aead, message_id, ATTRIBUTES, stored_attributes.encode())
-        if meta is not None:
-            meta = seal_field(key.aead, message_id, PAYLOAD_META, meta.encode())
+        fields = seal_fields(key.aead, message_id, fields)
+    body, stored_attributes, meta = fields
     return {
         "queue_id": queue.id,
         "kms_key": queue.kms_master_key_id or "",

@@ -30,12 +30,12 @@ COMMAND_MODULES = (db, queues, keys, send, messages, stats, redrive, worker, rpc
 @click.option(
     "--db",
     "db_file",
-    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE|URL",
     envvar="DURABLEQ_DB",
     default=DEFAULT_DB,
     show_default=True,
     show_envvar=True,
-    help="The durableq database file.",
+    help="The durableq database: a SQLite file, or a postgresql://user@host/db URL.",
 )
 @click.option(
     "--keyring",
@@ -54,7 +54,7 @@ COMMAND_MODULES = (db, queues, keys, send, messages, stats, redrive, worker, rpc
 )
 @click.version_option(durableq.__version__, prog_name="durableq")
 @click.pass_context
-def main(ctx: click.Context, db_file: Path, keyring: Path | None, payload_dir: Path | None) -> None:
+def main(ctx: click.Context, db_file: str, keyring: Path | None, payload_dir: Path | None) -> None:
     """Operate and inspect durableq queues from the shell.
 
     Every command that prints has --json for scripts. Exit status: 0 done,

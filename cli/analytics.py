@@ -12,7 +12,7 @@ import click
 
 from durableq import limits
 
-from .base import CommandFailed, existing_db_path
+from .base import CommandFailed, existing_db_file
 from .output import emit, json_option, table
 from .parsing import UTC_TIME
 
@@ -122,7 +122,7 @@ def analyze(
       durableq analyze --master spark://host:7077 --snapshot-dir /shared/snapshots
     """
     result = _analytics().run_report(
-        existing_db_path(),
+        existing_db_file("Spark analytics"),
         REPORTS[report],
         queue=queue,
         master=master,
@@ -199,7 +199,7 @@ def export(
                 f"--incremental exports everything after its checkpoint; leave out {', '.join(refused)}",
             )
         rows = _analytics().export_events(
-            existing_db_path(),
+            existing_db_file("Spark analytics"),
             directory,
             master=master,
             jar=jar,
@@ -210,7 +210,7 @@ def export(
         emit(as_json, rows, lambda: table(columns, [[r[c] for c in columns] for r in rows]))
         return
     written = _analytics().export_parquet(
-        existing_db_path(),
+        existing_db_file("Spark analytics"),
         directory,
         overwrite=overwrite,
         master=master,

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import click
 
 import durableq
+from durableq.engines.location import postgres_url
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -115,7 +116,7 @@ def speaks(**words: str) -> Callable[[F], F]:
 class Settings:
     """The root options, kept in the click context for subcommands."""
 
-    db: Path
+    db: str  # a SQLite file's path, or a postgresql:// URL
     keyring: Path | None = None  # --keyring / $DURABLEQ_KEYRING: the master keys of encrypted queues
     payload_dir: Path | None = None  # --payload-dir / $DURABLEQ_PAYLOAD_DIR; None: the library's default
 
@@ -127,8 +128,9 @@ def settings() -> Settings:
     return found
 
 
-def db_path() -> Path:
-    """The database file of this invocation (``--db``, ``$DURABLEQ_DB`` or ``./durableq.db``)."""
+def db_location() -> str:
+    """The database of this invocation (``--db``, ``$DURABLEQ_DB`` or ``./durableq.db``): a file's
+    path or a PostgreSQL URL."""
     return settings().db
 
 
@@ -144,19 +146,32 @@ def keyring_path() -> Path:
     return path
 
 
-def existing_db_path() -> Path:
-    """The database file, which must exist: only a few commands may create one."""
-    path = db_path()
-    if not path.exists():
+def existing_db_location() -> str:
+    """The database, which must exist if it is a file: only a few commands may create one (a
+    PostgreSQL database is created by its server's administrator; durableq makes its tables)."""
+    location = db_location()
+    if not postgres_url(location) and not Path(location).exists():
         raise CommandFailed(
-            durableq.DatabaseError.code, f"no durableq database at {path}; run `durableq init` or pass --db"
+            durableq.DatabaseError.code,
+            f"no durableq database at {location}; run `durableq init` or pass --db",
         )
-    return path
+    return location
+
+
+def existing_db_file(what: str) -> Path:
+    """The database file, for commands that read a SQLite file as such (``what`` they do)."""
+    location = existing_db_location()
+    if postgres_url(location):
+        raise CommandFailed(
+            durableq.UnsupportedOperation.code,
+            f"{what} reads a SQLite database file; it does not work on a PostgreSQL database yet",
+        )
+    return Path(location)
 
 
 def open_broker(*, create: bool = False) -> durableq.Broker:
     """Open the database (closed when the command ends); ``create`` allows a new file."""
-    path = db_path() if create else existing_db_path()
+    path = db_location() if create else existing_db_location()
     given = settings()
     # The library never reads the environment: the keyring and the payload store come from here.
     broker = durableq.open(path, keyring=given.keyring, payload_dir=given.payload_dir)

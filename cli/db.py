@@ -11,9 +11,10 @@ import click
 import durableq
 from durableq import limits
 from durableq.engines import migrate
-from durableq.engines.sqlite import Database
+from durableq.engines.base import Database
+from durableq.engines.location import open_database, postgres_url, redacted
 
-from .base import db_path, existing_db_path, open_broker
+from .base import db_location, existing_db_location, open_broker
 from .output import emit, json_option, table
 
 #: The REVISION of `db upgrade` that means the latest one.
@@ -21,9 +22,9 @@ HEAD = "head"
 
 
 @contextmanager
-def _database(path: Path) -> Iterator[Database]:
-    """The file as the migration functions take it, closed afterwards."""
-    database = Database(path, durability=limits.DEFAULT_DURABILITY, busy_timeout=limits.DEFAULT_BUSY_TIMEOUT)
+def _database(location: str) -> Iterator[Database]:
+    """The database as the migration functions take it, closed afterwards."""
+    database = open_database(location, limits.DEFAULT_DURABILITY, limits.DEFAULT_BUSY_TIMEOUT, create=False)
     try:
         yield database
     finally:
@@ -31,7 +32,7 @@ def _database(path: Path) -> Iterator[Database]:
 
 
 def _head() -> str:
-    with _database(db_path()) as database:  # history reads the migration scripts, not the file
+    with _database(db_location()) as database:  # history reads the migration scripts, not the file
         return next(r.revision for r in migrate.history(database) if r.is_head)
 
 
@@ -43,13 +44,18 @@ def init(as_json: bool) -> None:
     \b
       durableq --db /var/lib/app/queue.db init
     """
-    path = db_path()
-    created = not path.exists()
-    durableq.open(path).close()
-    with _database(path) as database:
+    location = db_location()
+    if postgres_url(location):
+        with _database(location) as database:
+            created = migrate.current(database) is None  # the tables, not the database itself
+    else:
+        created = not Path(location).exists()
+    durableq.open(location).close()
+    with _database(location) as database:
         revision = migrate.current(database)
-    text = f"{'created' if created else 'ready:'} {path} (schema revision {revision})"
-    emit(as_json, {"path": path, "created": created, "revision": revision}, text)
+    shown = redacted(location)
+    text = f"{'created' if created else 'ready:'} {shown} (schema revision {revision})"
+    emit(as_json, {"path": shown, "created": created, "revision": revision}, text)
 
 
 @click.group("db")
@@ -66,7 +72,7 @@ def upgrade(revision: str, as_json: bool) -> None:
     \b
       durableq db upgrade
     """
-    with _database(existing_db_path()) as database:
+    with _database(existing_db_location()) as database:
         known = [r.revision for r in migrate.history(database)]  # newest first
         if revision not in (HEAD, *known):
             raise durableq.InvalidParameterValue(
@@ -93,7 +99,7 @@ def current(as_json: bool) -> None:
     \b
       durableq db current
     """
-    with _database(existing_db_path()) as database:
+    with _database(existing_db_location()) as database:
         revision = migrate.current(database)
     head = _head()
     state = "not migrated" if revision is None else ("head" if revision == head else f"head is {head}")
@@ -104,7 +110,7 @@ def current(as_json: bool) -> None:
 @json_option
 def history(as_json: bool) -> None:
     """List the schema revisions this durableq knows, newest first (needs no database file)."""
-    with _database(db_path()) as database:
+    with _database(db_location()) as database:
         revisions = migrate.history(database)
     headers = ("revision", "down revision", "head", "description")
     rows = [(r.revision, r.down_revision, "head" if r.is_head else "", r.description) for r in revisions]
@@ -127,8 +133,8 @@ def backup(dest: Path, as_json: bool) -> None:
     broker = open_broker()
     written = broker.backup(dest)
     size = written.stat().st_size
-    text = f"backed up {broker.path} to {written} ({size:,} bytes)"
-    emit(as_json, {"source": broker.path, "backup": written, "bytes": size}, text)
+    text = f"backed up {broker.location} to {written} ({size:,} bytes)"
+    emit(as_json, {"source": broker.location, "backup": written, "bytes": size}, text)
 
 
 COMMANDS = [init, db_group, backup]

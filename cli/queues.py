@@ -259,6 +259,16 @@ def show(name: str, as_json: bool) -> None:
     emit(as_json, description, lambda: _description_text(description, broker.payload_dir))
 
 
+def _large_payloads(enabled: bool, payload_dir: Path | None) -> str:
+    if not enabled:
+        return "no"
+    return (
+        f"yes, stored in {payload_dir}"
+        if payload_dir
+        else "yes (this broker has no payload store: --payload-dir)"
+    )
+
+
 #: Keys of a description that `queue show` prints in a form of its own.
 _SHOWN_APART = (
     *("name", "fifo", "redrive_policy", "redrive_allow_policy", "created_at", "last_modified"),
@@ -277,7 +287,7 @@ def _encryption(description: dict[str, Any]) -> str:
     return f"{key}; each data key is used for {description['kms_data_key_reuse_period']} s"
 
 
-def _description_text(description: dict[str, Any], payload_dir: Path) -> str:
+def _description_text(description: dict[str, Any], payload_dir: Path | None) -> str:
     stats: durableq.QueueStats = description["stats"]
     settings = [(key, value) for key, value in description.items() if key not in _SHOWN_APART]
     return fields(
@@ -285,7 +295,7 @@ def _description_text(description: dict[str, Any], payload_dir: Path) -> str:
             ("name", description["name"]),
             ("type", "FIFO" if description["fifo"] else "standard"),
             *settings,
-            ("large_payloads", f"yes, stored in {payload_dir}" if description["large_payloads"] else "no"),
+            ("large_payloads", _large_payloads(description["large_payloads"], payload_dir)),
             ("encryption", _encryption(description)),
             ("redrive_policy", format_redrive_policy(description["redrive_policy"])),
             ("redrive_allow_policy", format_redrive_allow_policy(description["redrive_allow_policy"])),

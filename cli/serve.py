@@ -10,9 +10,10 @@ from pathlib import Path
 import click
 
 from durableq import server
+from durableq.engines.location import redacted
 from durableq.server import logs
 
-from .base import CommandFailed, db_path, settings
+from .base import CommandFailed, db_location, settings
 from .output import json_option
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -102,7 +103,7 @@ def serve(
 
     def ready(running: server.Server) -> None:
         if as_json:
-            click.echo(json.dumps({"url": running.url, "db": str(running.db)}))
+            click.echo(json.dumps({"url": running.url, "db": redacted(running.db)}))
         else:
             server.announce(running)
 
@@ -111,7 +112,7 @@ def serve(
     output = logs.configure(log_level, log_format)
     try:
         server.run(
-            db_path(),
+            db_location(),
             host=host,
             port=port,
             region=region,

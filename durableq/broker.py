@@ -13,9 +13,10 @@ from types import TracebackType
 from typing import Any
 
 from . import limits
-from .engines.files import prepare_file
+from .engines.base import Database
+from .engines.location import open_database
 from .engines.migrate import ensure_schema
-from .engines.sqlite import Database
+from .engines.sqlite import Database as SqliteDatabase
 from .errors import DurableQError, InvalidParameterValue
 from .keyring import Keyring
 from .limits import DEFAULT, _Default
@@ -37,14 +38,19 @@ def open(
     payload_dir: str | os.PathLike[str] | None = None,
     keyring: str | os.PathLike[str] | Keyring | None = None,
 ) -> Broker:
-    """Open (creating and migrating if needed) the durableq database at ``path``.
+    """Open (creating and migrating if needed) the durableq database at ``path``: a SQLite file, or a
+    PostgreSQL database named by a ``postgresql://user:password@host:port/dbname`` URL (the
+    ``postgres`` extra; the database must exist, durableq creates and migrates its tables).
 
     ``clock`` returns seconds since the epoch (default ``time.time``); tests
-    pass a fake one.  ``durability="full"`` fsyncs every commit, so a returned
-    send survives power loss; ``"normal"`` survives a process crash only.
-    ``busy_timeout`` bounds how long a call waits for another writer.
+    pass a fake one.  ``durability="full"`` makes every commit durable before it
+    returns (SQLite: fsync; PostgreSQL: ``synchronous_commit=on``), so a returned
+    send survives power loss; ``"normal"`` survives a crash of the process (on
+    PostgreSQL a crash of the server may lose the last moments of commits).
+    ``busy_timeout`` bounds how long a call waits for another writer (a lock).
     ``payload_dir`` is the payload store of queues with large payloads (default:
-    the folder ``PATH.payloads`` beside the file, made when first needed).
+    the folder ``PATH.payloads`` beside a SQLite file; on PostgreSQL there is no
+    default: give a folder every host shares).
     ``keyring`` is the keyring file (or a :class:`~durableq.keyring.Keyring`) with
     the master keys of encrypted queues; without one they can be neither sent to
     nor received from (``KmsAccessDenied``), though stats, peek metadata and
@@ -56,24 +62,29 @@ def open(
     if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, (int, float)) or not busy_timeout >= 0:
         raise InvalidParameterValue(f"busy_timeout must be a number of seconds >= 0; got {busy_timeout!r}")
     if not isinstance(path, (str, os.PathLike)):
-        raise InvalidParameterValue(f"path must be a file path; got {type(path).__name__}")
+        raise InvalidParameterValue(
+            f"path must be a file path or a postgresql:// URL; got {type(path).__name__}"
+        )
     if payload_dir is not None and not isinstance(payload_dir, (str, os.PathLike)):
         raise InvalidParameterValue(f"payload_dir must be a folder path; got {type(payload_dir).__name__}")
     ring = keyring if isinstance(keyring, Keyring) or keyring is None else Keyring(keyring)
-    file = Path(path)
-    prepare_file(file, limits.DEFAULT_FILE_MODE)
-    db = Database(file, durability=durability, busy_timeout=float(busy_timeout))
+    db = open_database(path, durability, float(busy_timeout))
     try:
         ensure_schema(db)
     except BaseException:
         db.close()
         raise
-    payloads = Path(payload_dir) if payload_dir is not None else Path(f"{file}.payloads")
+    if payload_dir is not None:
+        payloads = Path(payload_dir)
+    elif isinstance(db, SqliteDatabase):
+        payloads = Path(f"{db.path}.payloads")
+    else:  # no file to put it beside: large payloads on PostgreSQL need payload_dir (shared storage)
+        payloads = None
     return Broker(Runtime(db, clock or time.time, ring, payloads))
 
 
 class Broker:
-    """An open durableq file.  Thread-safe; each thread uses its own SQLite connection."""
+    """An open durableq database.  Thread-safe; each thread uses its own connection."""
 
     def __init__(self, runtime: Runtime) -> None:
         self._rt = runtime
@@ -83,8 +94,15 @@ class Broker:
         return self._rt.db, self._rt.now_ms
 
     @property
-    def path(self) -> Path:
-        return self._rt.db.path
+    def path(self) -> Path | None:
+        """The SQLite file (None for a PostgreSQL database: see :attr:`location`)."""
+        db = self._rt.db
+        return db.path if isinstance(db, SqliteDatabase) else None
+
+    @property
+    def location(self) -> str:
+        """What :func:`durableq.open` was given: the file's path, or the PostgreSQL URL."""
+        return self._rt.db.location
 
     @property
     def durability(self) -> str:
@@ -96,7 +114,7 @@ class Broker:
         return self._rt.sealer.keyring
 
     @property
-    def payload_dir(self) -> Path:
+    def payload_dir(self) -> Path | None:
         """The payload store's folder (it exists once a large payload was stored)."""
         return self._rt.payloads.root
 
@@ -108,7 +126,7 @@ class Broker:
         return self._rt.payloads.reclaim() + self._rt.payloads.sweep_orphans(grace)
 
     def __repr__(self) -> str:
-        return f"<durableq.Broker {str(self.path)!r} durability={self.durability!r}>"
+        return f"<durableq.Broker {self._rt.db.name!r} durability={self.durability!r}>"
 
     def __enter__(self) -> Broker:
         return self

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from contextlib import AbstractContextManager
@@ -11,7 +10,7 @@ from datetime import datetime
 from typing import Any, BinaryIO
 
 from . import limits
-from .engines.sqlite import Database
+from .engines.base import Connection, Database
 from .errors import BatchRequestTooLong, DurableQError, InvalidParameterValue
 from .ops import (
     audit,
@@ -70,16 +69,16 @@ class Queue:
         return self._fifo
 
     def _location(self) -> tuple[str, str]:
-        """The file and durability of this queue's broker (what another process needs to open it)."""
-        return str(self._rt.db.path), self._rt.db.durability
+        """The database and durability of this queue's broker (what another process needs to open it)."""
+        return self._rt.db.location, self._rt.db.durability
 
     def __repr__(self) -> str:
         kind = "FIFO" if self._fifo else "standard"
-        return f"<durableq.Queue {self._name!r} ({kind}) in {str(self._rt.db.path)!r}>"
+        return f"<durableq.Queue {self._name!r} ({kind}) in {self._rt.db.name!r}>"
 
     # -- settings and state ---------------------------------------------------
 
-    def _atomic(self) -> AbstractContextManager[sqlite3.Connection]:
+    def _atomic(self) -> AbstractContextManager[Connection]:
         """Where a one-message operation runs: on a standard queue it is a single
         statement, atomic by itself; on a FIFO queue the group rows change too."""
         return self._rt.db.write() if self._fifo else self._rt.db.change()
@@ -88,7 +87,7 @@ class Queue:
     def _audit_target(self) -> tuple[Database, Callable[[], int]]:
         return self._rt.db, self._rt.now_ms
 
-    def _fresh(self, conn: sqlite3.Connection) -> queue_rows.QueueConfig:
+    def _fresh(self, conn: Connection) -> queue_rows.QueueConfig:
         """The queue row as of now (inside a transaction: as of that transaction)."""
         return self._rt.catalog.get(conn, self._name, fresh=True)
 

@@ -35,7 +35,7 @@ class VirtualQueue(Queue):
         return self._name
 
     def __repr__(self) -> str:
-        return f"<durableq.VirtualQueue {self.name!r} in {str(self._rt.db.path)!r}>"
+        return f"<durableq.VirtualQueue {self.name!r} in {self._rt.db.name!r}>"
 
     def _refuse(self, what: str) -> NoReturn:
         raise UnsupportedOperation(

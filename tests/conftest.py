@@ -1,17 +1,30 @@
-"""Shared fixtures: real SQLite files in a temporary folder and a fake clock for time rules."""
+"""Shared fixtures: real SQLite files in a temporary folder, a real PostgreSQL server, and a fake
+clock for time rules.
+
+One contract suite, every engine: a test that uses ``broker`` (or ``queue``, ``fifo``, ``target``)
+runs once on a SQLite file and once on a PostgreSQL database (ids ``[sqlite]`` and
+``[postgresql]``); ``@pytest.mark.sqlite_only("why")`` keeps a test about the SQLite file itself
+to that engine.  The server is a throw-away cluster started once per run (tests/pgcluster.py);
+when it cannot start, every PostgreSQL test fails with the reason, none is skipped.
+"""
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import CodeType
+from typing import Any
 
 import pytest
 
 import durableq
+
+from . import pgcluster
 
 START = 1_800_000_000.0  # 2027-01-15, well past 2038 in milliseconds' 32-bit range
 
@@ -70,10 +83,109 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "queue.db"
 
 
+ENGINES = ("sqlite", "postgresql")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "sqlite_only(reason): the test is about the SQLite file itself; not run on PostgreSQL"
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "engine" in metafunc.fixturenames:
+        only = metafunc.definition.get_closest_marker("sqlite_only")
+        metafunc.parametrize("engine", ENGINES[:1] if only else ENGINES)
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[pgcluster.Cluster]:
+    """One throw-away PostgreSQL cluster for the run (fsync off: no test here cuts the power)."""
+    cluster = pgcluster.start(fsync=False)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_template(pg_cluster: pgcluster.Cluster) -> str:
+    """A database migrated to head, that each test's database is a copy of."""
+    pgcluster.create_database(pg_cluster, "durableq_template")
+    durableq.open(pg_cluster.url("durableq_template")).close()
+    return "durableq_template"
+
+
 @pytest.fixture
-def broker(db_path: Path, clock: FakeClock) -> Iterator[durableq.Broker]:
-    with durableq.open(db_path, clock=clock, durability="normal") as opened:
+def pg_url(pg_cluster: pgcluster.Cluster, pg_template: str) -> Iterator[str]:
+    """A new PostgreSQL database for one test, migrated to head (a URL)."""
+    name = pgcluster.create_database(pg_cluster, template=pg_template)
+    try:
+        yield pg_cluster.url(name)
+    finally:
+        pgcluster.drop_database(pg_cluster, name)
+
+
+@pytest.fixture
+def target(engine: str, db_path: Path, request: pytest.FixtureRequest) -> str:
+    """Where a test's broker opens: a SQLite file, or a new PostgreSQL database (a URL)."""
+    if engine == "sqlite":
+        return str(db_path)
+    url: str = request.getfixturevalue("pg_url")
+    return url
+
+
+def payload_dir(target: str, db_path: Path) -> str | None:
+    """Where a test's PostgreSQL broker keeps large payloads: where the SQLite one would (None: the
+    default beside the file)."""
+    return None if not target.startswith("postgresql://") else f"{db_path}.payloads"
+
+
+@pytest.fixture
+def broker(target: str, db_path: Path, clock: FakeClock) -> Iterator[durableq.Broker]:
+    with durableq.open(
+        target, clock=clock, durability="normal", payload_dir=payload_dir(target, db_path)
+    ) as opened:
         yield opened
+
+
+def sql_rows(target: str, statement: str, *params: object) -> list[tuple[Any, ...]]:
+    """The rows of ``statement`` (SQLite's SQL, ``?`` parameters), run outside durableq on either engine."""
+    with raw_connection(target) as conn:
+        return [tuple(row) for row in conn.execute(statement, params).fetchall()]
+
+
+def sql_run(target: str, statement: str, *params: object) -> int:
+    """Run ``statement`` (a write, committed at once) outside durableq; returns the rows it changed."""
+    with raw_connection(target) as conn:
+        changed: int = conn.execute(statement, params).rowcount
+        return changed
+
+
+@contextmanager
+def raw_connection(target: str) -> Iterator[Any]:
+    """A plain driver connection to ``target`` (autocommit) whose ``execute`` takes SQLite's SQL:
+    ``sqlite3`` for a file, psycopg for PostgreSQL (statements spelled as durableq spells them)."""
+    if not target.startswith("postgresql://"):
+        conn = sqlite3.connect(target, isolation_level=None)
+        try:
+            yield conn
+        finally:
+            conn.close()
+        return
+    import psycopg
+
+    from durableq.engines.postgres import spell
+
+    class Spelled:
+        def __init__(self, raw: psycopg.Connection[Any]) -> None:
+            self.raw = raw
+
+        def execute(self, statement: str, params: Any = ()) -> Any:
+            return self.raw.execute(spell(statement), params or None)  # type: ignore[arg-type]
+
+    with psycopg.connect(target, autocommit=True, cursor_factory=psycopg.ClientCursor) as pg:
+        yield Spelled(pg)
 
 
 @pytest.fixture

@@ -5,8 +5,10 @@ Never a timing assertion: this machine's speed is not the harness's business.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -60,3 +62,57 @@ def test_quick_run_writes_tables_and_plots(tmp_path: Path) -> None:
     assert plots == ["w1.png", "w4.png", "w6.png"]
     assert all((out / p).stat().st_size > 0 for p in plots)
     assert not list(tmp_path.glob("durableq-bench-*")), "the scratch files are removed after the run"
+
+
+@pytest.mark.slow
+def test_quick_postgres_workload_writes_its_table(tmp_path: Path) -> None:
+    """W16 starts its own PostgreSQL cluster in the scratch folder, compares the engines, and stops it."""
+    out = tmp_path / "results"
+    # Under root the server runs as 'postgres', which must reach its data: pytest's tmp_path is
+    # private to root, so the scratch folder is one of the system temp folder's own.
+    scratch = Path(tempfile.mkdtemp(prefix="durableq-smoke-"))
+    scratch.chmod(0o711)
+    try:
+        completed = _quick_w16(out, scratch)
+        left = list(scratch.glob("durableq-bench-*"))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    assert completed.returncode == 0, completed.stderr
+    markdown = (out / "results.md").read_text(encoding="utf-8")
+
+    assert "## W16:" in markdown
+    for durability in ("full", "normal"):
+        for workers in ("1 worker", "4 workers"):
+            for system in ("sqlite", "postgresql"):
+                for metric in ("throughput", "errors", "received twice", "lost"):
+                    assert f"| durability={durability}, {workers} | {system} | {metric} |" in markdown
+    for depth in ("~0", "500", "2k"):
+        for system in ("sqlite", "postgresql"):
+            assert f"| backlog {depth} | {system} | receive p99 |" in markdown
+    assert "tembo.io" in markdown  # pgmq's published figures, with their source
+    assert sorted(p.name for p in out.glob("*.png")) == ["w16.png"]
+    assert not left, "the scratch files and the cluster are removed"
+
+
+def _quick_w16(out: Path, scratch: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "--quick",
+            "--rounds",
+            "1",
+            "--workloads",
+            "16",
+            "--out",
+            str(out),
+            "--scratch",
+            str(scratch),
+        ],
+        check=False,  # the caller's assertion shows stderr
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )

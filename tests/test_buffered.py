@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 
 import durableq
 from durableq import BufferedQueue
-from tests.conftest import FakeClock
+from tests.conftest import FakeClock, sql_rows
 
 #: A partial batch that must not leave on its own during a test.
 NEVER = 60.0
 
 
 def test_sends_leave_in_full_batches_and_each_future_holds_its_result(
-    queue: durableq.Queue, db_path: Path
+    queue: durableq.Queue, target: str
 ) -> None:
     with BufferedQueue(queue, max_batch=10, max_wait=NEVER) as buffered:
         futures = [buffered.send(f"m{n}") for n in range(25)]
@@ -26,9 +24,8 @@ def test_sends_leave_in_full_batches_and_each_future_holds_its_result(
         assert not any(f.done() for f in futures[20:]), "a partial batch waits for max_wait or flush"
         buffered.flush()
         assert all(f.done() for f in futures)
-        observer = sqlite3.connect(db_path)  # committed: another connection sees them
-        stored = {row[0] for row in observer.execute("SELECT message_id FROM messages")}
-        observer.close()
+        # Committed: another connection sees them.
+        stored = {row[0] for row in sql_rows(target, "SELECT message_id FROM messages")}
     assert {f.result().message_id for f in futures} == stored and len(stored) == 25
     assert [m.body for m in queue.peek(limit=30)] == [f"m{n}" for n in range(25)]
 

@@ -128,8 +128,8 @@ def test_dead_letter_source_queues(broker: durableq.Broker) -> None:
         broker.dead_letter_source_queues("missing")
 
 
-def test_a_policy_set_by_another_broker_applies_at_once(db_path, clock: FakeClock) -> None:
-    with durableq.open(db_path, clock=clock) as one, durableq.open(db_path, clock=clock) as other:
+def test_a_policy_set_by_another_broker_applies_at_once(target: str, clock: FakeClock) -> None:
+    with durableq.open(target, clock=clock) as one, durableq.open(target, clock=clock) as other:
         jobs = one.create_queue("jobs", visibility_timeout=10)
         jobs.send("x")
         _fail(jobs, clock, 2)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +16,7 @@ from durableq import limits
 from durableq.ops.queue_rows import Catalog
 from durableq.types import md5_hex
 
-from .conftest import FakeClock
+from .conftest import FakeClock, payload_dir, sql_rows, sql_run
 
 SECRET_BODY = "card 4111-1111-1111-1111 for order 77"
 SECRET_VALUE = "Jane Q. Secretname"
@@ -31,19 +31,28 @@ def keyring(tmp_path: Path) -> durableq.Keyring:
 
 
 @pytest.fixture
-def sealed(db_path: Path, clock: FakeClock, keyring: durableq.Keyring) -> durableq.Broker:
-    broker = durableq.open(db_path, clock=clock, durability="normal", keyring=keyring)
+def sealed(target: str, db_path: Path, clock: FakeClock, keyring: durableq.Keyring) -> durableq.Broker:
+    broker = durableq.open(
+        target, clock=clock, durability="normal", keyring=keyring, payload_dir=payload_dir(target, db_path)
+    )
     yield broker  # type: ignore[misc]
     broker.close()
 
 
-def data_key_versions(db: Path) -> dict[str, tuple[str, int]]:
+def another(broker: durableq.Broker, clock: FakeClock, **options: Any) -> durableq.Broker:
+    """Another broker on ``broker``'s database and payload store (without a keyring unless given one)."""
+    return durableq.open(
+        broker.location, clock=clock, durability="normal", payload_dir=broker.payload_dir, **options
+    )
+
+
+def data_key_versions(target: str) -> dict[str, tuple[str, int]]:
     """message id -> (alias, version) of its data key."""
-    with sqlite3.connect(db) as conn:
-        rows = conn.execute(
-            "SELECT m.message_id, d.alias, d.version FROM messages m JOIN data_keys d ON d.id = m.data_key_id"
-        )
-        return {message_id: (alias, version) for message_id, alias, version in rows}
+    rows = sql_rows(
+        target,
+        "SELECT m.message_id, d.alias, d.version FROM messages m JOIN data_keys d ON d.id = m.data_key_id",
+    )
+    return {message_id: (alias, version) for message_id, alias, version in rows}
 
 
 def test_the_keyring_file(tmp_path: Path) -> None:
@@ -105,11 +114,11 @@ def test_nothing_of_an_encrypted_message_is_on_disk_in_plaintext(
 
 
 def test_without_the_key_nothing_is_read_and_nothing_is_lost(
-    db_path: Path, clock: FakeClock, sealed: durableq.Broker
+    clock: FakeClock, sealed: durableq.Broker
 ) -> None:
     queue = sealed.create_queue("orders", kms_master_key_id="alias/orders")
     sent = queue.send(SECRET_BODY)
-    with durableq.open(db_path, clock=clock, durability="normal") as keyless:
+    with another(sealed, clock) as keyless:
         blind = keyless.get_queue("orders")
         with pytest.raises(durableq.KmsAccessDenied, match="without a keyring"):
             blind.receive()
@@ -125,14 +134,14 @@ def test_without_the_key_nothing_is_read_and_nothing_is_lost(
 
 
 def test_a_stale_cached_queue_row_never_claims_what_it_cannot_open(
-    db_path: Path, clock: FakeClock, sealed: durableq.Broker, monkeypatch: pytest.MonkeyPatch
+    clock: FakeClock, sealed: durableq.Broker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A keyless broker caches "orders" while it encrypts nothing; then the queue starts to encrypt.
     # However long its cache trusts the old row, its one-statement receive must not claim a sealed
     # row (it could not give it back): it takes the transaction path, and the message stays visible.
     monkeypatch.setattr(Catalog, "REVALIDATE_EVERY", 3600.0)
     queue = sealed.create_queue("orders")
-    with durableq.open(db_path, clock=clock, durability="normal") as keyless:
+    with another(sealed, clock) as keyless:
         blind = keyless.get_queue("orders")
         assert blind.receive() == []  # caches the plaintext row
         queue.set_attributes(kms_master_key_id="alias/orders")
@@ -144,13 +153,13 @@ def test_a_stale_cached_queue_row_never_claims_what_it_cannot_open(
 
 
 def test_a_wrong_key_or_a_missing_alias_is_a_clear_error(
-    db_path: Path, clock: FakeClock, sealed: durableq.Broker, tmp_path: Path
+    clock: FakeClock, sealed: durableq.Broker, tmp_path: Path
 ) -> None:
     queue = sealed.create_queue("orders", kms_master_key_id="alias/orders")
     queue.send(SECRET_BODY)
     impostor = durableq.Keyring(tmp_path / "other.json")
     impostor.create("orders")  # the same alias, other key material
-    with durableq.open(db_path, clock=clock, durability="normal", keyring=impostor) as wrong:
+    with another(sealed, clock, keyring=impostor) as wrong:
         with pytest.raises(durableq.KmsAccessDenied, match="not the key the message was encrypted with"):
             wrong.get_queue("orders").receive()
     assert queue.stats().approximate_number_of_messages == 1
@@ -161,13 +170,13 @@ def test_a_wrong_key_or_a_missing_alias_is_a_clear_error(
 
 
 def test_rotation_keeps_old_messages_readable(
-    db_path: Path, clock: FakeClock, sealed: durableq.Broker, keyring: durableq.Keyring
+    target: str, clock: FakeClock, sealed: durableq.Broker, keyring: durableq.Keyring
 ) -> None:
     queue = sealed.create_queue("orders", kms_master_key_id="alias/orders")
     old = queue.send("before rotation")
     keyring.rotate("orders")
     new = queue.send("after rotation")
-    versions = data_key_versions(db_path)
+    versions = data_key_versions(target)
     assert versions[old.message_id] == ("orders", 1) and versions[new.message_id] == ("orders", 2)
     received = queue.receive(10, visibility_timeout=0)
     assert sorted(m.body for m in received) == ["after rotation", "before rotation"]
@@ -175,7 +184,7 @@ def test_rotation_keeps_old_messages_readable(
     document = json.loads(keyring.path.read_text())
     del document["keys"]["orders"]["versions"]["1"]
     keyring.path.write_text(json.dumps(document))
-    with durableq.open(db_path, clock=clock, durability="normal", keyring=keyring.path) as broker:
+    with another(sealed, clock, keyring=keyring.path) as broker:
         partial = broker.get_queue("orders")
         bodies = {m.message_id: m.body for m in partial.peek()}
         assert bodies == {old.message_id: None, new.message_id: "after rotation"}
@@ -184,47 +193,43 @@ def test_rotation_keeps_old_messages_readable(
     assert queue.stats().approximate_number_of_messages == 2  # the failed receive took nothing
 
 
-def test_a_data_key_serves_its_reuse_period(db_path: Path, sealed: durableq.Broker, clock: FakeClock) -> None:
+def test_a_data_key_serves_its_reuse_period(target: str, sealed: durableq.Broker, clock: FakeClock) -> None:
     queue = sealed.create_queue("orders", kms_master_key_id="alias/orders", kms_data_key_reuse_period=60)
     first, second = queue.send("a"), queue.send("b")
     clock.advance(61)
     third = queue.send("c")
-    with sqlite3.connect(db_path) as conn:
-        keys = dict(conn.execute("SELECT message_id, data_key_id FROM messages").fetchall())
+    keys = dict(sql_rows(target, "SELECT message_id, data_key_id FROM messages"))
     assert keys[first.message_id] == keys[second.message_id] != keys[third.message_id]
 
 
 def test_brokers_share_a_stored_data_key_within_its_reuse_period(
-    db_path: Path, sealed: durableq.Broker, clock: FakeClock, keyring: durableq.Keyring
+    target: str, sealed: durableq.Broker, clock: FakeClock, keyring: durableq.Keyring
 ) -> None:
     # Each short-lived process (a CLI call, say) takes the data key another stored, rather than adding
     # one of its own: data_keys grows by about one row per reuse period, not one per process.
     sealed.create_queue("orders", kms_master_key_id="alias/orders", kms_data_key_reuse_period=60)
     for body in ("a", "b", "c"):
-        with durableq.open(db_path, clock=clock, durability="normal", keyring=keyring) as broker:
+        with another(sealed, clock, keyring=keyring) as broker:
             broker.get_queue("orders").send(body)
         clock.advance(10)
     clock.advance(60)
-    with durableq.open(db_path, clock=clock, durability="normal", keyring=keyring) as broker:
+    with another(sealed, clock, keyring=keyring) as broker:
         broker.get_queue("orders").send("d")
-    with sqlite3.connect(db_path) as conn:
-        key_of = dict(conn.execute("SELECT message_id, data_key_id FROM messages ORDER BY id").fetchall())
-        (stored,) = conn.execute("SELECT count(*) FROM data_keys").fetchone()
+    key_of = dict(sql_rows(target, "SELECT message_id, data_key_id FROM messages ORDER BY id"))
+    [(stored,)] = sql_rows(target, "SELECT count(*) FROM data_keys")
     first, *rest, last = key_of.values()
     assert rest == [first, first] and last != first and stored == 2
     assert sorted(m.body for m in sealed.get_queue("orders").receive(10)) == ["a", "b", "c", "d"]
 
 
-def test_ciphertext_moved_to_another_row_fails_to_authenticate(
-    db_path: Path, sealed: durableq.Broker
-) -> None:
+def test_ciphertext_moved_to_another_row_fails_to_authenticate(target: str, sealed: durableq.Broker) -> None:
     queue = sealed.create_queue("orders", kms_master_key_id="alias/orders")
     a, b = queue.send("message a"), queue.send("message b")
-    with sqlite3.connect(db_path) as conn:  # swap the two ciphertexts
-        bodies = dict(conn.execute("SELECT message_id, body FROM messages").fetchall())
-        conn.execute(
-            "UPDATE messages SET body = ? WHERE message_id = ?", (bodies[b.message_id], a.message_id)
-        )
+    bodies = dict(sql_rows(target, "SELECT message_id, body FROM messages"))  # b's ciphertext into a's row
+    moved = sql_run(
+        target, "UPDATE messages SET body = ? WHERE message_id = ?", bodies[b.message_id], a.message_id
+    )
+    assert moved == 1
     received = {m.message_id: m for m in queue.receive(10)}
     with pytest.raises(durableq.MessageCorrupt, match="does not authenticate"):
         received[a.message_id].body  # noqa: B018 - the property raises
@@ -234,9 +239,7 @@ def test_ciphertext_moved_to_another_row_fails_to_authenticate(
 
 
 @pytest.mark.parametrize("dlq_key", ["alias/orders", None], ids=["same-key-dlq", "plaintext-dlq"])
-def test_redrive_needs_no_key(
-    db_path: Path, clock: FakeClock, sealed: durableq.Broker, dlq_key: str | None
-) -> None:
+def test_redrive_needs_no_key(clock: FakeClock, sealed: durableq.Broker, dlq_key: str | None) -> None:
     sealed.create_queue("orders-dlq", **({"kms_master_key_id": dlq_key} if dlq_key else {}))
     orders = sealed.create_queue(
         "orders",
@@ -246,7 +249,7 @@ def test_redrive_needs_no_key(
     sent = orders.send(SECRET_BODY)
     orders.receive(visibility_timeout=0)
     assert orders.receive() == []  # moved to the dead-letter queue
-    with durableq.open(db_path, clock=clock, durability="normal") as keyless:
+    with another(sealed, clock) as keyless:
         task = keyless.start_message_move("orders-dlq")
         keyless.wait_for_message_move(task.task_handle, timeout=30)
         (done,) = keyless.list_message_moves("orders-dlq")
@@ -256,7 +259,7 @@ def test_redrive_needs_no_key(
 
 
 def test_moves_between_keys_reseal_in_the_same_transaction(
-    db_path: Path, clock: FakeClock, sealed: durableq.Broker, keyring: durableq.Keyring
+    target: str, clock: FakeClock, sealed: durableq.Broker, keyring: durableq.Keyring
 ) -> None:
     keyring.create("archive")
     sealed.create_queue("archive-dlq", kms_master_key_id="alias/archive")
@@ -277,13 +280,13 @@ def test_moves_between_keys_reseal_in_the_same_transaction(
     for queue in (to_archive, to_plain):
         queue.receive(visibility_timeout=0)
         assert queue.receive() == []
-    assert data_key_versions(db_path)[archived.message_id] == ("archive", 1)
+    assert data_key_versions(target)[archived.message_id] == ("archive", 1)
     # A move never decrypts: in a queue that does not encrypt, the message stays under its own key,
     # and that queue's receives open it with the key from then on.
-    assert data_key_versions(db_path)[plain.message_id] == ("orders", 1)
+    assert data_key_versions(target)[plain.message_id] == ("orders", 1)
     (moved,) = sealed.get_queue("archive-dlq").receive()
     assert moved.body == SECRET_PAYLOAD and moved.attributes["customer"].value == SECRET_VALUE
-    with durableq.open(db_path, clock=clock, durability="normal") as keyless:
+    with another(sealed, clock) as keyless:
         with pytest.raises(durableq.KmsAccessDenied):
             keyless.get_queue("plain-dlq").receive()
         assert keyless.get_queue("plain-dlq").stats().approximate_number_of_messages == 1

@@ -5,7 +5,6 @@ history retention and go with the queue."""
 from __future__ import annotations
 
 import multiprocessing
-import sqlite3
 from datetime import timedelta
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import pytest
 import durableq
 from durableq import RedrivePolicy, SendEntry
 from durableq.ops import history
-from tests.conftest import FakeClock
+from tests.conftest import FakeClock, sql_rows
 
 
 def _trail(queue: durableq.Queue) -> list[tuple[str, str, int, str | None]]:
@@ -116,14 +115,13 @@ def test_purge_and_expiry_are_recorded(broker: durableq.Broker, clock: FakeClock
     ]
 
 
-def test_queues_without_history_write_no_events(broker: durableq.Broker, db_path: Path) -> None:
+def test_queues_without_history_write_no_events(broker: durableq.Broker, target: str) -> None:
     plain = broker.create_queue("plain")
     plain.send("x")
     (m,) = plain.receive()
     plain.delete(m.receipt_handle)
     assert plain.events() == []
-    with sqlite3.connect(db_path) as conn:
-        assert conn.execute("SELECT count(*) FROM message_events").fetchone() == (0,)
+    assert sql_rows(target, "SELECT count(*) FROM message_events") == [(0,)]
 
 
 def test_history_can_be_turned_on_and_off(broker: durableq.Broker) -> None:
@@ -147,7 +145,7 @@ def test_a_refused_entry_writes_no_event_and_its_batch_neighbours_do(broker: dur
 
 
 def test_events_go_after_the_history_retention_and_with_the_queue(
-    broker: durableq.Broker, clock: FakeClock, db_path: Path
+    broker: durableq.Broker, clock: FakeClock, target: str
 ) -> None:
     jobs = broker.create_queue("jobs", history=True, history_retention=120)
     other = broker.create_queue("other", history=True)
@@ -159,10 +157,10 @@ def test_events_go_after_the_history_retention_and_with_the_queue(
     jobs.stats()  # sweeps
     assert [m for _, m, _, _ in _trail(jobs)] == [new]
     broker.delete_queue("jobs")
-    assert _rows(db_path) == [("other", "sent")]
+    assert _rows(target) == [("other", "sent")]
 
 
-def test_event_ids_are_never_reused(broker: durableq.Broker, clock: FakeClock, db_path: Path) -> None:
+def test_event_ids_are_never_reused(broker: durableq.Broker, clock: FakeClock, target: str) -> None:
     # The newest event is never deleted (it keeps SQLite's next rowid above every id given),
     # neither by the sweep nor with its queue.
     jobs = broker.create_queue("jobs", history=True, history_retention=60)
@@ -173,20 +171,20 @@ def test_event_ids_are_never_reused(broker: durableq.Broker, clock: FakeClock, d
     jobs.stats()  # sweeps: both are past their retention, the newest stays
     assert [e.event_id for e in jobs.events()] == [newest]
     broker.delete_queue("jobs")
-    assert _rows(db_path) == [(None, "sent")]  # a placeholder of no queue
+    assert _rows(target) == [(None, "sent")]  # a placeholder of no queue
     again = broker.create_queue("jobs", history=True)
     again.send("later")
     assert again.events()[0].event_id == newest + 1
     again.stats()  # the placeholder goes once a newer event exists
-    assert _rows(db_path) == [("jobs", "sent")]
+    assert _rows(target) == [("jobs", "sent")]
 
 
-def _rows(db_path: Path) -> list[tuple[str | None, str]]:
-    with sqlite3.connect(db_path) as conn:
-        return conn.execute(
-            "SELECT q.name, e.event FROM message_events e LEFT JOIN queues q ON q.id = e.queue_id "
-            "ORDER BY e.event_id"
-        ).fetchall()
+def _rows(target: str) -> list[tuple[str | None, str]]:
+    return sql_rows(
+        target,
+        "SELECT q.name, e.event FROM message_events e LEFT JOIN queues q ON q.id = e.queue_id "
+        "ORDER BY e.event_id",
+    )
 
 
 def test_reading_filters_and_checks_its_arguments(broker: durableq.Broker, clock: FakeClock) -> None:
@@ -246,12 +244,11 @@ def _send_from_another_process(path: str, count: int) -> None:
             q.send(str(i))
 
 
-def test_events_of_other_processes_are_recorded(tmp_path: Path) -> None:
-    path = tmp_path / "q.db"
-    with durableq.open(path) as b:
+def test_events_of_other_processes_are_recorded(target: str) -> None:
+    with durableq.open(target) as b:
         jobs = b.create_queue("jobs", history=True)
         ctx = multiprocessing.get_context("spawn")
-        workers = [ctx.Process(target=_send_from_another_process, args=(str(path), 25)) for _ in range(2)]
+        workers = [ctx.Process(target=_send_from_another_process, args=(target, 25)) for _ in range(2)]
         for w in workers:
             w.start()
         for w in workers:

@@ -47,18 +47,18 @@ def _send(path: str, queue: str, bodies: list[str]) -> None:
             target.send(body)
 
 
-def send_from_another_process(path: Path, queue: str, bodies: list[str]) -> None:
+def send_from_another_process(path: str | Path, queue: str, bodies: list[str]) -> None:
     sender = multiprocessing.get_context("spawn").Process(target=_send, args=(str(path), queue, bodies))
     sender.start()
     sender.join(60)
     assert sender.exitcode == 0
 
 
-def test_one_watcher_serves_every_waiter_of_the_process(db_path: Path) -> None:
+def test_one_watcher_serves_every_waiter_of_the_process(target: str) -> None:
     before = len(watcher_threads())
     with (
-        durableq.open(db_path, durability="normal") as first,
-        durableq.open(db_path, durability="normal") as second,
+        durableq.open(target, durability="normal") as first,
+        durableq.open(target, durability="normal") as second,
     ):
         queues = [first.create_queue("jobs"), second.get_queue("jobs")]
         got: list[list[durableq.Message]] = []
@@ -69,26 +69,26 @@ def test_one_watcher_serves_every_waiter_of_the_process(db_path: Path) -> None:
         for thread in threads:
             thread.start()
         until(lambda: waiting(first) + waiting(second) == 20)
-        assert len(watcher_threads()) == before + 1  # one for the file, however many brokers and waiters
-        send_from_another_process(db_path, "jobs", [f"m{i}" for i in range(20)])
+        assert len(watcher_threads()) == before + 1  # one for the database, however many brokers and waiters
+        send_from_another_process(target, "jobs", [f"m{i}" for i in range(20)])
         for thread in threads:
             thread.join(30)
         assert sorted(m.body for batch in got for m in batch) == sorted(f"m{i}" for i in range(20))
     until(lambda: len(watcher_threads()) == before)  # the last broker to close stops it
 
 
-def test_async_long_polls_hold_no_thread(db_path: Path) -> None:
+def test_async_long_polls_hold_no_thread(target: str) -> None:
     """50 receives wait at once on one executor thread: only possible if waiting holds none."""
 
     async def scenario() -> list[list[durableq.Message]]:
-        with durableq.open(db_path, durability="normal") as broker, ThreadPoolExecutor(1) as executor:
+        with durableq.open(target, durability="normal") as broker, ThreadPoolExecutor(1) as executor:
             queue = broker.create_queue("jobs")
             polls = [
                 asyncio.ensure_future(queue.receive_async(wait_time=20, executor=executor)) for _ in range(50)
             ]
             await until_async(lambda: waiting(broker) == 50)
             await asyncio.get_running_loop().run_in_executor(
-                None, send_from_another_process, db_path, "jobs", [f"m{i}" for i in range(50)]
+                None, send_from_another_process, target, "jobs", [f"m{i}" for i in range(50)]
             )
             return await asyncio.gather(*polls)
 
@@ -97,7 +97,7 @@ def test_async_long_polls_hold_no_thread(db_path: Path) -> None:
     assert sorted(r[0].body for r in results) == sorted(f"m{i}" for i in range(50))
 
 
-def test_a_message_wakes_one_waiter_not_all(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_message_wakes_one_waiter_not_all(target: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from durableq.ops.receive import Receiver
 
     attempts = []
@@ -110,7 +110,7 @@ def test_a_message_wakes_one_waiter_not_all(db_path: Path, monkeypatch: pytest.M
     monkeypatch.setattr(Receiver, "_attempt", counted)
 
     async def scenario() -> int:
-        with durableq.open(db_path, durability="normal") as broker, ThreadPoolExecutor(2) as executor:
+        with durableq.open(target, durability="normal") as broker, ThreadPoolExecutor(2) as executor:
             queue = broker.create_queue("jobs")
             polls = [
                 asyncio.ensure_future(queue.receive_async(wait_time=20, executor=executor)) for _ in range(10)
@@ -154,8 +154,8 @@ def test_async_receive_follows_the_same_rules(queue: durableq.Queue) -> None:
     assert sum(m.empty_receives for m in queue.metrics()) == 1
 
 
-def test_closing_the_broker_wakes_waiting_receives(db_path: Path) -> None:
-    broker = durableq.open(db_path, durability="normal")
+def test_closing_the_broker_wakes_waiting_receives(target: str) -> None:
+    broker = durableq.open(target, durability="normal")
     queue = broker.create_queue("jobs")
     outcome: list[BaseException | list[durableq.Message]] = []
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import multiprocessing
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -31,14 +30,14 @@ def _returned_before_its_deadline(thread: threading.Thread, started: float) -> b
     return not thread.is_alive() and time.monotonic() - started < 15  # a 20 s poll, woken well before
 
 
-def test_a_send_from_another_process_wakes_a_long_poll(db_path: Path) -> None:
-    with durableq.open(db_path) as broker:
+def test_a_send_from_another_process_wakes_a_long_poll(target: str) -> None:
+    with durableq.open(target) as broker:
         queue = broker.create_queue("jobs")
         started = time.monotonic()
         poll, received = _poll(queue)
         until_long_polls_wait()
         sender = multiprocessing.get_context("spawn").Process(
-            target=_send, args=(str(db_path), "jobs", "from afar")
+            target=_send, args=(target, "jobs", "from afar")
         )
         sender.start()
         sender.join(30)

@@ -100,8 +100,8 @@ def test_a_directory_is_not_a_database(tmp_path: Path) -> None:
         durableq.open(tmp_path)
 
 
-def test_a_closed_broker_refuses_calls(db_path: Path) -> None:
-    broker = durableq.open(db_path)
+def test_a_closed_broker_refuses_calls(target: str) -> None:
+    broker = durableq.open(target)
     queue = broker.create_queue("jobs")
     broker.close()
     with pytest.raises(durableq.DatabaseError, match="closed"):
@@ -146,10 +146,10 @@ def test_processes_opening_a_new_file_at_once_never_race(db_path: Path) -> None:
 
 
 @pytest.mark.parametrize("reading", [float("nan"), float("inf"), -1.0, 1e17, "now", None, True])
-def test_a_clock_that_returns_no_usable_time_gives_a_clear_error(db_path: Path, reading: object) -> None:
-    with durableq.open(db_path) as broker:
+def test_a_clock_that_returns_no_usable_time_gives_a_clear_error(target: str, reading: object) -> None:
+    with durableq.open(target) as broker:
         queue = broker.create_queue("jobs")
-    with durableq.open(db_path, clock=lambda: reading) as broker:  # type: ignore[arg-type, return-value]
+    with durableq.open(target, clock=lambda: reading) as broker:  # type: ignore[arg-type, return-value]
         queue = broker.get_queue("jobs")
         with pytest.raises(durableq.InvalidParameterValue, match="clock returned"):
             queue.send("x")

@@ -9,10 +9,11 @@ import io
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ import durableq
 from durableq import limits
 from durableq.types import md5_hex
 
-from .conftest import FakeClock, until
+from .conftest import FakeClock, payload_dir, raw_connection, sql_rows, sql_run, until
 
 BIG = 300_000  # over the default size limit of 262,144 bytes
 
@@ -33,24 +34,19 @@ def payload_files(broker: durableq.Broker) -> list[Path]:
     return sorted(f for d in root.iterdir() if d.is_dir() and d.name != "tmp" for f in d.iterdir())
 
 
-def rows(db: Path, sql: str, *params: object) -> list[tuple[object, ...]]:
-    with sqlite3.connect(db) as conn:
-        return conn.execute(sql, params).fetchall()
-
-
 @pytest.fixture
 def big(broker: durableq.Broker) -> durableq.Queue:
     return broker.create_queue("big", large_payloads=True)
 
 
 def test_a_large_body_goes_to_the_store_and_comes_back_whole(
-    broker: durableq.Broker, big: durableq.Queue, db_path: Path
+    broker: durableq.Broker, big: durableq.Queue, target: str
 ) -> None:
     body = "photo " + "é" * BIG  # 600,006 bytes of UTF-8
     sent = big.send(body, attributes={"kind": "image"})
     assert sent.md5_of_body == md5_hex(body)
     (stored,) = payload_files(broker)
-    ((ref, size, inline),) = rows(db_path, "SELECT payload_ref, payload_size, body FROM messages")
+    ((ref, size, inline),) = sql_rows(target, "SELECT payload_ref, payload_size, body FROM messages")
     assert (ref, size, inline) == (stored.name, len(body.encode()), "")
     (message,) = big.receive()
     assert message.payload_size == len(body.encode())
@@ -187,14 +183,14 @@ def test_fifo_content_deduplication_covers_payloads(broker: durableq.Broker) -> 
 
 
 def test_a_damaged_payload_is_never_returned(
-    broker: durableq.Broker, big: durableq.Queue, db_path: Path
+    broker: durableq.Broker, big: durableq.Queue, target: str
 ) -> None:
     data = os.urandom(2 * limits.PAYLOAD_CHUNK_SIZE)
     big.send_file(io.BytesIO(data))
     big.send("t" * BIG)
     binary, text = big.receive(10)
     stored = {f.name: f for f in payload_files(broker)}
-    ((ref,),) = rows(db_path, "SELECT payload_ref FROM messages WHERE message_id = ?", binary.message_id)
+    ((ref,),) = sql_rows(target, "SELECT payload_ref FROM messages WHERE message_id = ?", binary.message_id)
     damaged = bytearray(stored[str(ref)].read_bytes())
     damaged[limits.PAYLOAD_CHUNK_SIZE + 100] ^= 1  # a bit of the second chunk
     stored[str(ref)].write_bytes(bytes(damaged))
@@ -203,15 +199,16 @@ def test_a_damaged_payload_is_never_returned(
         with pytest.raises(durableq.MessageCorrupt, match="chunk 1 does not authenticate"):
             stream.read()
     # A row whose checksum does not match its file: the body is never returned.
-    with sqlite3.connect(db_path) as conn:
-        (meta,) = conn.execute(
-            "SELECT payload_meta FROM messages WHERE message_id = ?", (text.message_id,)
-        ).fetchone()
-        values = json.loads(meta)
-        values["sha256"] = hashlib.sha256(b"something else").hexdigest()
-        conn.execute(
-            "UPDATE messages SET payload_meta = ? WHERE message_id = ?", (json.dumps(values), text.message_id)
-        )
+    ((meta,),) = sql_rows(target, "SELECT payload_meta FROM messages WHERE message_id = ?", text.message_id)
+    values = json.loads(meta)
+    values["sha256"] = hashlib.sha256(b"something else").hexdigest()
+    changed = sql_run(
+        target,
+        "UPDATE messages SET payload_meta = ? WHERE message_id = ?",
+        json.dumps(values),
+        text.message_id,
+    )
+    assert changed == 1
     big.change_visibility(text.receipt_handle, 0)
     (fresh,) = big.receive()
     with pytest.raises(durableq.MessageCorrupt, match="SHA-256 does not match"):
@@ -226,7 +223,7 @@ def test_a_damaged_payload_is_never_returned(
 
 
 def test_another_process_deleting_removes_the_file(
-    broker: durableq.Broker, big: durableq.Queue, db_path: Path
+    broker: durableq.Broker, big: durableq.Queue, target: str, db_path: Path
 ) -> None:
     big.send("p" * BIG)
     big.send("q" * BIG)
@@ -234,7 +231,7 @@ def test_another_process_deleting_removes_the_file(
     script = textwrap.dedent(
         f"""
         import durableq
-        with durableq.open({str(db_path)!r}) as broker:
+        with durableq.open({target!r}, payload_dir={payload_dir(target, db_path)!r}) as broker:
             queue = broker.get_queue("big")
             queue.delete({message.receipt_handle!r})
             queue.purge()
@@ -245,43 +242,53 @@ def test_another_process_deleting_removes_the_file(
 
 
 def test_a_file_whose_row_went_without_its_remover_is_removed_by_any_broker(
-    broker: durableq.Broker, big: durableq.Queue, db_path: Path
+    broker: durableq.Broker, big: durableq.Queue, target: str
 ) -> None:
     # A process that removed rows and died before it removed their files (here: rows deleted by a
-    # plain SQLite connection, which knows nothing of payloads) leaves their names in payload_trash,
+    # plain driver connection, which knows nothing of payloads) leaves their names in payload_trash,
     # written by the trigger in the deleting transaction; any broker removes the files.
     big.send("r" * BIG)
     big.send("s" * BIG)
-    with sqlite3.connect(db_path) as conn:
-        conn.execute("DELETE FROM messages")
+    assert sql_run(target, "DELETE FROM messages") == 2
     assert len(payload_files(broker)) == 2
-    assert len(rows(db_path, "SELECT ref FROM payload_trash")) == 2
+    assert len(sql_rows(target, "SELECT ref FROM payload_trash")) == 2
     assert broker.sweep_payloads() == 2  # the trash, without waiting for the orphan grace period
-    assert payload_files(broker) == [] and rows(db_path, "SELECT ref FROM payload_trash") == []
+    assert payload_files(broker) == [] and sql_rows(target, "SELECT ref FROM payload_trash") == []
 
 
 SENDER = """
 import sys, durableq
-with durableq.open(sys.argv[1]) as broker:
+with durableq.open(sys.argv[1], payload_dir=sys.argv[2]) as broker:
     broker.get_queue("big").send("k" * 300_000)
 """
 
 
+@contextmanager
+def messages_locked(target: str) -> Iterator[None]:
+    """Hold a lock that keeps every other connection from inserting messages until the block ends
+    (SQLite: the file's write lock; PostgreSQL: the table's)."""
+    with raw_connection(target) as conn:
+        if target.startswith("postgresql://"):
+            conn.execute("BEGIN")
+            conn.execute("LOCK TABLE messages IN EXCLUSIVE MODE")
+        else:
+            conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        finally:
+            conn.execute("ROLLBACK")
+
+
 def test_sigkill_between_the_file_and_the_row_leaves_only_an_orphan(
-    broker: durableq.Broker, big: durableq.Queue, db_path: Path
+    broker: durableq.Broker, big: durableq.Queue, target: str
 ) -> None:
     # Hold the write lock: the sender writes its payload file, then waits for the lock to insert the
     # row; it is killed there, between the two steps.
-    blocker = sqlite3.connect(db_path, isolation_level=None)
-    blocker.execute("BEGIN IMMEDIATE")
-    sender = subprocess.Popen([sys.executable, "-c", SENDER, str(db_path)])
-    try:
+    with messages_locked(target):
+        sender = subprocess.Popen([sys.executable, "-c", SENDER, target, str(broker.payload_dir)])
         until(lambda: len(payload_files(broker)) == 1, "the sender wrote its payload file")
         sender.send_signal(signal.SIGKILL)
         sender.wait(timeout=30)
-    finally:
-        blocker.execute("ROLLBACK")
-        blocker.close()
     assert sender.returncode == -signal.SIGKILL
     assert big.stats().approximate_number_of_messages == 0  # no row ...
     (orphan,) = payload_files(broker)  # ... and the file it would have named
@@ -289,7 +296,7 @@ def test_sigkill_between_the_file_and_the_row_leaves_only_an_orphan(
     assert broker.sweep_payloads(grace=0) == 1 and not orphan.exists()
     # Every row names a file that exists (the other order of the two steps would break this).
     big.send("m" * BIG)
-    for (ref,) in rows(db_path, "SELECT payload_ref FROM messages WHERE payload_ref IS NOT NULL"):
+    for (ref,) in sql_rows(target, "SELECT payload_ref FROM messages WHERE payload_ref IS NOT NULL"):
         assert (broker.payload_dir / str(ref)[:2] / str(ref)).exists()
 
 

@@ -126,8 +126,8 @@ def test_set_attributes_refuses_unknown_names_and_the_queue_type(broker: durable
     assert queue.attributes()["visibility_timeout"] == 30
 
 
-def test_a_setting_changed_by_another_broker_applies_at_once(db_path, clock: FakeClock) -> None:
-    with durableq.open(db_path, clock=clock) as one, durableq.open(db_path, clock=clock) as other:
+def test_a_setting_changed_by_another_broker_applies_at_once(target: str, clock: FakeClock) -> None:
+    with durableq.open(target, clock=clock) as one, durableq.open(target, clock=clock) as other:
         queue = one.create_queue("jobs")
         queue.send("x")
         queue.receive()  # warms the first broker's cache of the queue
@@ -173,8 +173,8 @@ def test_delete_queue_deletes_its_messages_and_frees_the_name(broker: durableq.B
         broker.delete_queue("never")
 
 
-def test_a_queue_deleted_by_another_broker_is_seen_at_once(db_path, clock: FakeClock) -> None:
-    with durableq.open(db_path, clock=clock) as one, durableq.open(db_path, clock=clock) as other:
+def test_a_queue_deleted_by_another_broker_is_seen_at_once(target: str, clock: FakeClock) -> None:
+    with durableq.open(target, clock=clock) as one, durableq.open(target, clock=clock) as other:
         queue = one.create_queue("jobs")
         queue.send("x")
         [message] = queue.receive()

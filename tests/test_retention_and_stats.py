@@ -2,24 +2,23 @@
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import UTC, datetime
 
 import durableq
-from tests.conftest import FakeClock
+from tests.conftest import FakeClock, sql_rows
 
 
-def _rows(db_path, queue: str) -> int:
-    conn = sqlite3.connect(db_path)
-    (count,) = conn.execute(
-        "SELECT count(*) FROM messages JOIN queues ON queues.id = queue_id WHERE queues.name = ?", (queue,)
-    ).fetchone()
-    conn.close()
-    return count
+def _rows(target: str, queue: str) -> int:
+    [(count,)] = sql_rows(
+        target,
+        "SELECT count(*) FROM messages JOIN queues ON queues.id = queue_id WHERE queues.name = ?",
+        queue,
+    )
+    return int(count)
 
 
 def test_expired_messages_are_never_returned_and_are_removed(
-    broker: durableq.Broker, clock: FakeClock, db_path
+    broker: durableq.Broker, clock: FakeClock, target: str
 ) -> None:
     queue = broker.create_queue("short", retention_period=60)
     queue.send("old")
@@ -30,7 +29,7 @@ def test_expired_messages_are_never_returned_and_are_removed(
     queue.send("young")
     clock.advance(1)
     assert [m.body for m in queue.receive(10)] == ["young"]
-    assert _rows(db_path, "short") == 1
+    assert _rows(target, "short") == 1
     stats = queue.stats()
     assert stats.approximate_number_of_messages_not_visible == 1  # "young" now
     assert stats.approximate_number_of_messages_delayed == 0
@@ -86,17 +85,17 @@ def test_per_minute_counters(queue: durableq.Queue, clock: FakeClock) -> None:
     assert queue.metrics(since=counters[1].minute) == counters[1:]
 
 
-def test_counters_of_another_broker_reach_the_file(db_path, clock: FakeClock) -> None:
-    with durableq.open(db_path, clock=clock) as producer:
+def test_counters_of_another_broker_reach_the_file(target: str, clock: FakeClock) -> None:
+    with durableq.open(target, clock=clock) as producer:
         producer.create_queue("jobs").send("x")
-    with durableq.open(db_path, clock=clock) as reader:
+    with durableq.open(target, clock=clock) as reader:
         assert [m.sent for m in reader.get_queue("jobs").metrics()] == [1]
 
 
-def test_counters_are_written_within_a_second_without_closing(db_path, clock: FakeClock) -> None:
+def test_counters_are_written_within_a_second_without_closing(target: str, clock: FakeClock) -> None:
     import time
 
-    with durableq.open(db_path, clock=clock) as producer, durableq.open(db_path, clock=clock) as reader:
+    with durableq.open(target, clock=clock) as producer, durableq.open(target, clock=clock) as reader:
         producer.create_queue("jobs").send("x")
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and not reader.get_queue("jobs").metrics():

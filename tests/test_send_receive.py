@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-import sqlite3
 
 import pytest
 
 import durableq
 from durableq import Attribute
-from tests.conftest import FakeClock
+from tests.conftest import FakeClock, sql_rows
 
 HANDLE = re.compile(r"\d+\.\d+\.[0-9a-f]{16}\.[0-9a-f]{16}")
 
@@ -286,10 +285,9 @@ def test_group_and_deduplication_ids_are_refused_on_standard_queues(queue: durab
         queue.send("x", deduplication_id="d")
 
 
-def test_a_returned_send_is_in_the_file(queue: durableq.Queue, db_path) -> None:
+def test_a_returned_send_is_in_the_file(queue: durableq.Queue, target: str) -> None:
     result = queue.send("committed")
-    conn = sqlite3.connect(db_path)
-    (body,) = conn.execute("SELECT body FROM messages WHERE message_id = ?", (result.message_id,)).fetchone()
+    [(body,)] = sql_rows(target, "SELECT body FROM messages WHERE message_id = ?", result.message_id)
     assert body == "committed"
 
 

@@ -7,13 +7,11 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
-import sqlite3
-from pathlib import Path
 
 import pytest
 
 import durableq
-from tests.conftest import START, FakeClock
+from tests.conftest import START, FakeClock, sql_rows
 
 
 def test_a_temporary_queue_is_unique_and_goes_at_the_end_of_its_block(broker: durableq.Broker) -> None:
@@ -53,18 +51,18 @@ def test_bad_arguments_are_refused(broker: durableq.Broker) -> None:
     assert broker.list_queues() == []
 
 
-def _other_broker(db_path: Path, clock: FakeClock) -> durableq.Broker:
-    return durableq.open(db_path, clock=clock, durability="normal")
+def _other_broker(target: str, clock: FakeClock) -> durableq.Broker:
+    return durableq.open(target, clock=clock, durability="normal")
 
 
 def test_an_idle_queue_is_deleted_by_another_broker_and_a_used_one_is_not(
-    broker: durableq.Broker, db_path: Path, clock: FakeClock
+    broker: durableq.Broker, target: str, clock: FakeClock
 ) -> None:
     idle = broker.temporary_queue("idle", idle_timeout=600)
     used = broker.temporary_queue("used", idle_timeout=600)
     broker._rt.keeper.release(idle.name)  # as if its holder were gone: no more heartbeats
     broker._rt.keeper.release(used.name)
-    with _other_broker(db_path, clock) as other:
+    with _other_broker(target, clock) as other:
         clock.advance(500)
         used.send("still in use")
         broker.close()  # writes its counters; holds nothing any more
@@ -78,10 +76,10 @@ def test_an_idle_queue_is_deleted_by_another_broker_and_a_used_one_is_not(
 
 
 def test_the_holder_keeps_its_queue_alive_with_heartbeats(
-    broker: durableq.Broker, db_path: Path, clock: FakeClock
+    broker: durableq.Broker, target: str, clock: FakeClock
 ) -> None:
     held = broker.temporary_queue("held", idle_timeout=600)
-    with _other_broker(db_path, clock) as other:
+    with _other_broker(target, clock) as other:
         for _ in range(5):
             clock.advance(300)
             broker._rt.keeper.reap(broker._rt.now_ms())  # what its heartbeat thread does
@@ -100,29 +98,28 @@ def _create_and_die(path: str, now: float, ready: multiprocessing.synchronize.Ev
     signal.pause()  # killed here, with the queue held
 
 
-def test_the_queue_of_a_killed_owner_is_reaped_with_its_messages(db_path: Path) -> None:
+def test_the_queue_of_a_killed_owner_is_reaped_with_its_messages(target: str) -> None:
     ctx = multiprocessing.get_context("spawn")
     ready = ctx.Event()
-    owner = ctx.Process(target=_create_and_die, args=(str(db_path), START, ready))
+    owner = ctx.Process(target=_create_and_die, args=(target, START, ready))
     owner.start()
     assert ready.wait(60), "the owner did not create its queue"
     os.kill(owner.pid, signal.SIGKILL)  # type: ignore[arg-type]
     owner.join()
     clock = FakeClock(START + 30)
-    with _other_broker(db_path, clock) as other:
+    with _other_broker(target, clock) as other:
         (name,) = other.list_queues("orphan-")
         assert other.get_queue(name).stats().approximate_number_of_messages == 1
         clock.advance(120)  # the send's minute ended 60 s after START; 90 s have passed since
         assert other.reap_idle_queues() == [name]
-        with sqlite3.connect(db_path) as conn:
-            assert conn.execute("SELECT count(*) FROM messages").fetchone() == (0,)
+        assert sql_rows(target, "SELECT count(*) FROM messages") == [(0,)]
 
 
-def test_a_broker_deletes_the_temporary_queues_it_holds_when_it_closes(db_path: Path) -> None:
-    with durableq.open(db_path) as broker:
+def test_a_broker_deletes_the_temporary_queues_it_holds_when_it_closes(target: str) -> None:
+    with durableq.open(target) as broker:
         broker.create_queue("kept")
         broker.temporary_queue()
-    with durableq.open(db_path) as broker:
+    with durableq.open(target) as broker:
         assert broker.list_queues() == ["kept"]
 
 

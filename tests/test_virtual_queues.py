@@ -4,18 +4,16 @@ long polls wake for their own, and creating one writes nothing."""
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import threading
-from pathlib import Path
 
 import pytest
 
 import durableq
 from durableq import RedrivePolicy, SendEntry
-from tests.conftest import FakeClock, until_long_polls_wait
+from tests.conftest import FakeClock, sql_rows, until_long_polls_wait
 
 
-def test_each_virtual_queue_receives_only_its_own(broker: durableq.Broker, db_path: Path) -> None:
+def test_each_virtual_queue_receives_only_its_own(broker: durableq.Broker, target: str) -> None:
     host = broker.create_queue("replies")
     alpha, beta = host.virtual_queue("alpha"), host.virtual_queue("beta")
     assert (alpha.name, alpha.host) == ("replies#alpha", "replies")
@@ -32,8 +30,8 @@ def test_each_virtual_queue_receives_only_its_own(broker: durableq.Broker, db_pa
     assert alpha.receive() == [] and host.virtual_queue("alpha").receive() == []
     stats = host.stats()  # the messages live in the host: counted there
     assert stats.approximate_number_of_messages_not_visible == 3
-    with sqlite3.connect(db_path) as conn:  # no queue row, no table: only marked rows
-        assert conn.execute("SELECT count(*) FROM queues").fetchone() == (1,)
+    # No queue row, no table: only marked rows.
+    assert sql_rows(target, "SELECT count(*) FROM queues") == [(1,)]
 
 
 def test_a_long_poll_of_a_virtual_queue_wakes_for_its_own_messages_only(broker: durableq.Broker) -> None:

@@ -46,9 +46,9 @@ def _empty(queue: durableq.Queue) -> bool:
     return stats.approximate_number_of_messages + stats.approximate_number_of_messages_not_visible == 0
 
 
-def test_handled_messages_are_deleted(db_path: Path, tmp_path: Path) -> None:
+def test_handled_messages_are_deleted(target: str, tmp_path: Path) -> None:
     log = tmp_path / "jobs.log"
-    with durableq.open(db_path) as broker:
+    with durableq.open(target) as broker:
         queue = broker.create_queue("jobs")
         queue.send_batch(_jobs(log, 10))
         queue.send_batch(
@@ -65,11 +65,11 @@ def test_handled_messages_are_deleted(db_path: Path, tmp_path: Path) -> None:
 
 
 def test_failures_retry_after_a_backoff_then_go_to_the_dead_letter_queue(
-    db_path: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    target: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="durableq.worker")
     log = tmp_path / "jobs.log"
-    with durableq.open(db_path) as broker:
+    with durableq.open(target) as broker:
         dead = broker.create_queue("jobs-dlq")
         queue = broker.create_queue("jobs", redrive_policy=RedrivePolicy("jobs-dlq", 3))
         queue.send(json.dumps({"id": "bad", "log": str(log), "fail": True}))
@@ -106,9 +106,9 @@ def test_the_default_backoff_grows_and_is_capped() -> None:
     assert delays == sorted(delays) and max(delays) == 900
 
 
-def test_the_heartbeat_keeps_a_long_job_invisible(db_path: Path, tmp_path: Path) -> None:
+def test_the_heartbeat_keeps_a_long_job_invisible(target: str, tmp_path: Path) -> None:
     log = tmp_path / "jobs.log"
-    with durableq.open(db_path) as broker:
+    with durableq.open(target) as broker:
         queue = broker.create_queue("jobs", visibility_timeout=1)
         queue.send(json.dumps({"id": "long", "log": str(log), "sleep": 3.5}))
         worker = durableq.Worker(queue, worker_handlers.record, heartbeat_interval=0.3)
@@ -159,9 +159,9 @@ WORKER_SCRIPT = textwrap.dedent(
 )
 
 
-def _start_worker(db_path: Path, mode: str, concurrency: int, grace: float) -> subprocess.Popen[str]:
+def _start_worker(target: str, mode: str, concurrency: int, grace: float) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-c", WORKER_SCRIPT, str(db_path), mode, str(concurrency), str(grace)],
+        [sys.executable, "-c", WORKER_SCRIPT, target, mode, str(concurrency), str(grace)],
         cwd=Path(__file__).resolve().parents[1],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -169,12 +169,12 @@ def _start_worker(db_path: Path, mode: str, concurrency: int, grace: float) -> s
     )
 
 
-def test_sigterm_mid_run_loses_nothing(db_path: Path, tmp_path: Path) -> None:
+def test_sigterm_mid_run_loses_nothing(target: str, tmp_path: Path) -> None:
     log = tmp_path / "jobs.log"
-    with durableq.open(db_path) as broker:
+    with durableq.open(target) as broker:
         queue = broker.create_queue("jobs", visibility_timeout=60)
         queue.send_batch(_jobs(log, 6, sleep=1.5))
-        worker = _start_worker(db_path, "threads", 2, grace=0.3)
+        worker = _start_worker(target, "threads", 2, grace=0.3)
         _until(lambda: len(events(str(log))) >= 2)
         worker.send_signal(signal.SIGTERM)
         out, err = worker.communicate(timeout=60)
@@ -188,12 +188,12 @@ def test_sigterm_mid_run_loses_nothing(db_path: Path, tmp_path: Path) -> None:
         assert "released" in err
 
 
-def test_a_killed_worker_loses_nothing(db_path: Path, tmp_path: Path) -> None:
+def test_a_killed_worker_loses_nothing(target: str, tmp_path: Path) -> None:
     log = tmp_path / "jobs.log"
-    with durableq.open(db_path) as broker:
+    with durableq.open(target) as broker:
         queue = broker.create_queue("jobs", visibility_timeout=2)
         queue.send_batch(_jobs(log, 3, sleep=30))
-        worker = _start_worker(db_path, "threads", 3, grace=0)
+        worker = _start_worker(target, "threads", 3, grace=0)
         _until(lambda: len(events(str(log))) == 3)
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait(30)
@@ -205,9 +205,9 @@ def test_a_killed_worker_loses_nothing(db_path: Path, tmp_path: Path) -> None:
     assert {m.receive_count for m in back} == {2}  # received by the killed worker, then again here
 
 
-def test_two_worker_processes_never_run_one_job_at_once(db_path: Path, tmp_path: Path) -> None:
+def test_two_worker_processes_never_run_one_job_at_once(target: str, tmp_path: Path) -> None:
     log = tmp_path / "jobs.log"
-    with durableq.open(db_path) as broker:
+    with durableq.open(target) as broker:
         queue = broker.create_queue("jobs", visibility_timeout=1)
         for i in range(0, 30, 10):
             queue.send_batch(
@@ -216,7 +216,7 @@ def test_two_worker_processes_never_run_one_job_at_once(db_path: Path, tmp_path:
                     for j in range(i, i + 10)
                 ]
             )
-        worker = _start_worker(db_path, "processes", 2, grace=5)
+        worker = _start_worker(target, "processes", 2, grace=5)
         _until(lambda: _empty(queue), timeout=60)
         worker.send_signal(signal.SIGTERM)
         _, err = worker.communicate(timeout=60)
@@ -229,12 +229,12 @@ def test_two_worker_processes_never_run_one_job_at_once(db_path: Path, tmp_path:
     assert len({pid for r in runs.values() for _, pid, _ in r}) == 2  # by two processes
 
 
-def test_a_job_taken_by_someone_else_is_not_deleted(db_path: Path, tmp_path: Path) -> None:
+def test_a_job_taken_by_someone_else_is_not_deleted(target: str, tmp_path: Path) -> None:
     log = tmp_path / "jobs.log"
-    with durableq.open(db_path) as broker:
+    with durableq.open(target) as broker:
         queue = broker.create_queue("jobs", visibility_timeout=2)
         queue.send(json.dumps({"id": "contested", "log": str(log), "sleep": 4}))
-        worker = _start_worker(db_path, "threads", 1, grace=5)
+        worker = _start_worker(target, "threads", 1, grace=5)
         _until(lambda: events(str(log)))
         os.kill(worker.pid, signal.SIGSTOP)  # freeze its heartbeat past the 2 s timeout
         try:
@@ -249,7 +249,7 @@ def test_a_job_taken_by_someone_else_is_not_deleted(db_path: Path, tmp_path: Pat
         queue.delete(taken.receipt_handle)
 
 
-def test_the_heartbeat_extends_up_to_the_12_hour_cap_on_the_broker_clock(db_path: Path) -> None:
+def test_the_heartbeat_extends_up_to_the_12_hour_cap_on_the_broker_clock(target: str) -> None:
     clock = FakeClock()
     started, release = threading.Event(), threading.Event()
 
@@ -257,7 +257,7 @@ def test_the_heartbeat_extends_up_to_the_12_hour_cap_on_the_broker_clock(db_path
         started.set()
         assert release.wait(30)
 
-    with durableq.open(db_path, clock=clock, durability="normal") as broker:
+    with durableq.open(target, clock=clock, durability="normal") as broker:
         queue = broker.create_queue("jobs", visibility_timeout=60)
         queue.send("a very long job")
         worker = durableq.Worker(queue, handler, heartbeat_interval=0.05)
@@ -274,8 +274,8 @@ def test_the_heartbeat_extends_up_to_the_12_hour_cap_on_the_broker_clock(db_path
 
 
 @pytest.mark.parametrize("ending", ["queue deleted", "broker closed"])
-def test_a_worker_stops_with_the_error_when_its_queue_or_broker_is_gone(db_path: Path, ending: str) -> None:
-    broker = durableq.open(db_path, durability="normal")
+def test_a_worker_stops_with_the_error_when_its_queue_or_broker_is_gone(target: str, ending: str) -> None:
+    broker = durableq.open(target, durability="normal")
     queue = broker.create_queue("jobs")
     worker = durableq.Worker(queue, lambda message: None, wait_time=1)
     raised: list[BaseException] = []

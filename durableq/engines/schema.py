@@ -20,10 +20,26 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
     text,
+    true,
 )
+from sqlalchemy.engine import Connection
+from sqlalchemy.sql.elements import TextClause
+
+from .sql import RANDOM_HEX, RANDOM_HEX_PG
 
 metadata = MetaData()
+
+#: Row ids of tables that may see billions of rows over their life (64-bit on PostgreSQL, where
+#: ``INTEGER`` is 32-bit; SQLite's ``INTEGER PRIMARY KEY`` rowid is 64-bit already).
+ROW_ID = Integer().with_variant(BigInteger(), "postgresql")
+
+
+def random_hex(bind: Connection) -> TextClause:
+    """Server default of 8 random bytes in hex, in the SQL of ``bind``'s engine."""
+    return text(f"({RANDOM_HEX_PG})" if bind.dialect.name == "postgresql" else f"({RANDOM_HEX})")
+
 
 queues = Table(
     "queues",
@@ -52,10 +68,10 @@ queues = Table(
     Column("kms_data_key_reuse_period", Integer, nullable=False, server_default=text("300")),
     # (New queues get False, as SPEC §7 says; revision 0007 turned it off on queues that said True
     # while nothing was encrypted.  The column's own default stays, to spare the table a rebuild.)
-    Column("sqs_managed_sse_enabled", Boolean, nullable=False, server_default=text("1")),
+    Column("sqs_managed_sse_enabled", Boolean, nullable=False, server_default=true()),
     Column("fifo_throughput_limit", Text),
     # Message history (revision 0005): opt-in, like CloudTrail's data events.
-    Column("history", Boolean, nullable=False, server_default=text("0")),
+    Column("history", Boolean, nullable=False, server_default=false()),
     Column("history_retention", Integer, nullable=False, server_default=text("604800")),
     # Temporary queues (revision 0006): deleted after idle_timeout seconds without use; NULL for
     # the others.  touched_at: the latest heartbeat of a process that holds it.
@@ -63,19 +79,19 @@ queues = Table(
     Column("touched_at", BigInteger),
     # Large payloads and encryption at rest (revision 0007).  ``sealed``: encryption was ever on, so
     # the queue may hold encrypted rows (set with the setting, never cleared).
-    Column("large_payloads", Boolean, nullable=False, server_default=text("0")),
-    Column("sealed", Boolean, nullable=False, server_default=text("0")),
+    Column("large_payloads", Boolean, nullable=False, server_default=false()),
+    Column("sealed", Boolean, nullable=False, server_default=false()),
     sqlite_autoincrement=True,
 )
 
 messages = Table(
     "messages",
     metadata,
-    Column("id", Integer, primary_key=True),
+    Column("id", ROW_ID, primary_key=True),
     Column("queue_id", Integer, nullable=False),
     Column("message_id", Text, nullable=False),
     # Random per message; every receipt handle of the message carries it.
-    Column("secret", Text, nullable=False, server_default=text("(lower(hex(randomblob(8))))")),
+    Column("secret", Text, nullable=False, server_default=text(f"({RANDOM_HEX})")),
     Column("body", Text, nullable=False),
     Column("attributes", Text),
     Column("enqueued_at", BigInteger, nullable=False),
@@ -111,15 +127,22 @@ messages = Table(
         "enqueued_at",
         "receive_count",
         sqlite_where=text("virtual IS NOT NULL"),
+        postgresql_where=text("virtual IS NOT NULL"),
     ),
     # Is a payload file named by a row?  (The orphan sweep asks, file by file.)
-    Index("ix_messages_payload", "payload_ref", sqlite_where=text("payload_ref IS NOT NULL")),
+    Index(
+        "ix_messages_payload",
+        "payload_ref",
+        sqlite_where=text("payload_ref IS NOT NULL"),
+        postgresql_where=text("payload_ref IS NOT NULL"),
+    ),
     Index(
         "ix_messages_group",
         "queue_id",
         "group_id",
         "sequence",
         sqlite_where=text("group_id IS NOT NULL"),
+        postgresql_where=text("group_id IS NOT NULL"),
     ),
 )
 
@@ -154,7 +177,7 @@ audit_events = Table(
     "audit_events",
     metadata,
     # AUTOINCREMENT: ids only grow, so "after event N" is a checkpoint a reader can keep.
-    Column("id", Integer, primary_key=True),
+    Column("id", ROW_ID, primary_key=True),
     Column("at", BigInteger, nullable=False),  # broker clock, epoch ms
     Column("pid", Integer, nullable=False),
     Column("user", Text, nullable=False),  # the OS user of the process
@@ -175,7 +198,7 @@ message_events = Table(
     # The rowid: ids only grow and are never reused (see durableq/ops/history.py: the newest row is
     # never deleted), so "after event N" is a safe checkpoint.  Not AUTOINCREMENT: its bookkeeping
     # row is one more page in every commit (measured: about 8 % of a send at durability "full").
-    Column("event_id", Integer, primary_key=True),
+    Column("event_id", ROW_ID, primary_key=True),
     Column("queue_id", Integer, nullable=False),
     Column("at", BigInteger, nullable=False),  # broker clock, epoch ms
     Column("event", Text, nullable=False),  # sent, received, visibility_changed, deleted, ...

@@ -8,7 +8,6 @@ above it sees :mod:`durableq.errors`.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import resource
@@ -16,10 +15,13 @@ import sqlite3
 import tempfile
 import threading
 import weakref
-from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Hashable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from filelock import FileLock, Timeout
 
 from ..errors import (
     BrokerClosed,
@@ -31,7 +33,10 @@ from ..errors import (
     InvalidParameterValue,
 )
 from . import group, watch
-from .files import fsync_path
+from .files import configure_new, fsync_path, identify, use_wal
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -70,19 +75,6 @@ def translate(exc: sqlite3.Error, path: Path, busy_timeout: float) -> DatabaseEr
     return DatabaseError(f"{path}: {text}")
 
 
-# -- the few statement fragments only SQLite writes this way -------------------------
-
-
-def in_ids(param: str) -> str:
-    """SQL for the set of row ids in parameter ``param``, bound to :func:`encode_ids` of a list."""
-    return f"(SELECT value FROM json_each({param}))"
-
-
-def encode_ids(ids: Iterable[int]) -> str:
-    """The bound value of an :func:`in_ids` parameter (one parameter for any number of ids)."""
-    return json.dumps(list(ids))
-
-
 def _unstorable(exc: UnicodeEncodeError) -> InvalidParameterValue:
     # The last line of defence: arguments are checked before they reach SQLite, but text with a
     # lone surrogate must never escape as a UnicodeEncodeError from the driver.
@@ -111,6 +103,7 @@ class Database:
 
     def __init__(self, path: Path, *, durability: str, busy_timeout: float) -> None:
         self.path = path
+        self.location = self.name = str(path)
         self.durability = durability
         self.busy_timeout = busy_timeout
         self._local = threading.local()
@@ -119,7 +112,7 @@ class Database:
         self._closed = False
         # The change watcher of this file, once a long poll asked for it (see watcher()).
         self._watch: watch.Watcher | None = None
-        self._watch_key: tuple[int, int] | None = None
+        self._watch_key: Hashable | None = None
         # Group commit: writes of this process that wait behind one share the next transaction.
         # Only where a commit waits for an fsync: at "normal" there is nothing to share, and the
         # hand-offs between threads cost more than they save (bench W10).
@@ -187,8 +180,12 @@ class Database:
             if self._watch is None:
                 if self._closed:
                     raise BrokerClosed(f"{self.path}: the broker is closed")
+                wal = Path(f"{self.path}-wal")
                 self._watch_key, self._watch = watch.acquire(
-                    self.path, Path(f"{self.path}-wal"), lambda: _VersionProbe(self.connect())
+                    watch.file_key(self.path),
+                    self.path.name,
+                    lambda: watch.os_source(wal),
+                    lambda: _VersionProbe(self.connect()),
                 )
             return self._watch
 
@@ -253,6 +250,71 @@ class Database:
             raise translate(exc, self.path, self.busy_timeout) from exc
         if self._watch is not None:
             self._watch.committed()
+
+    def is_driver_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, sqlite3.Error)
+
+    def translated(self, exc: Exception) -> DatabaseError:
+        assert isinstance(exc, sqlite3.Error)
+        return translate(exc, self.path, self.busy_timeout)
+
+    # -- migrations (durableq.engines.migrate) -----------------------------------------
+
+    def revision(self) -> str | None:
+        """The alembic revision of the file (None: empty); refuses other applications' files."""
+        try:
+            conn = self.conn
+            identify(conn, self.path)
+            has_table = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'"
+            ).fetchone()
+            if not has_table:
+                return None
+            row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path, self.busy_timeout) from exc
+        return row[0] if row else None
+
+    @contextmanager
+    def migration_lock(self) -> Iterator[None]:
+        """A lock file beside the database: one process migrates it (and creates a new one) at a time."""
+        lock = FileLock(f"{self.path}.lock", mode=0o600)
+        try:
+            with lock.acquire(timeout=self.busy_timeout):
+                yield
+        except Timeout as exc:
+            raise DatabaseLocked(
+                f"another process held the migration lock {lock.lock_file} "
+                f"for more than {self.busy_timeout:g} s"
+            ) from exc
+
+    def prepare_migration(self) -> None:
+        """WAL mode, and durableq's application id in a new file."""
+        conn = self.conn
+        try:
+            is_ours = identify(conn, self.path)
+            use_wal(conn)
+            if not is_ours:
+                configure_new(conn)
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path, self.busy_timeout) from exc
+
+    #: alembic's revision table (the file is durableq's alone).
+    version_table = "alembic_version"
+
+    def migration_engine(self) -> Engine:
+        """A SQLAlchemy engine for alembic on connections of this file's settings; its transactions
+        take the write lock up front (pysqlite begins none for DDL)."""
+        from sqlalchemy import create_engine, event
+        from sqlalchemy.pool import NullPool
+
+        engine = create_engine("sqlite://", creator=self.connect, poolclass=NullPool)
+
+        @event.listens_for(engine, "begin")
+        def _begin(connection: Any) -> None:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return engine
 
     def _translated(self, exc: BaseException) -> BaseException:
         if isinstance(exc, sqlite3.Error):
@@ -440,37 +502,6 @@ def _copy_into(source: sqlite3.Connection, target_path: Path, dest: Path, busy_t
             target.close()  # in WAL mode like the source; closing checkpoints and removes its WAL
     except sqlite3.Error as exc:
         raise translate(exc, dest, busy_timeout) from exc
-
-
-class Together:
-    """Inside :meth:`Database.change`, where each statement commits on its own: the statements of
-    the block form one write transaction (``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back if the block
-    raises).  Errors are translated by the enclosing ``change()`` as for any statement there.  Use
-    :data:`ALREADY` instead when the connection is in a transaction (a group commit's savepoint)."""
-
-    __slots__ = ("_conn",)
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
-
-    def __enter__(self) -> None:
-        self._conn.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
-        if exc is None:
-            self._conn.execute("COMMIT")
-        else:
-            _rollback(self._conn)
-
-
-#: A block that needs no transaction of its own (one statement, or already inside one).
-ALREADY: AbstractContextManager[None] = nullcontext()
-
-
-def together(conn: sqlite3.Connection) -> AbstractContextManager[None]:
-    """The statements of the block in one transaction: :class:`Together`, or :data:`ALREADY` if
-    ``conn`` is in one."""
-    return ALREADY if conn.in_transaction else Together(conn)
 
 
 def _rollback(conn: sqlite3.Connection) -> None:

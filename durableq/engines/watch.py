@@ -13,8 +13,8 @@ Where the watcher learns of a commit (its *change sources*):
   any process appends frames to it), via ``inotify_simple``;
 - elsewhere (or when inotify is unavailable), a poll of the WAL file's
   ``stat`` stamp every few milliseconds, only while someone listens;
-- a later PostgreSQL engine plugs ``LISTEN``/``NOTIFY`` in as another
-  :class:`ChangeSource` (a socket that becomes readable at each commit).
+- on PostgreSQL, ``LISTEN``/``NOTIFY`` (:mod:`.postgres`): a socket that becomes
+  readable at each commit of any host.
 
 An OS event says only that the WAL was written: under ``synchronous=FULL``
 the commit becomes visible after its fsync, a moment later.  So the watcher
@@ -39,7 +39,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Protocol
 
@@ -291,6 +291,8 @@ class Watcher:
                 self._drain_wake_pipe()
             else:
                 news = _stronger(news, self._source.read())
+                if self._source.fileno is None:  # the source gave up its descriptor: poll it instead
+                    self._selector.unregister(key.fileobj)
         if self._stopping:
             return
         now = time.monotonic()
@@ -409,25 +411,32 @@ class Watcher:
 
 # -- one watcher per process and file --------------------------------------------------
 
-_registry: dict[tuple[int, int], tuple[Watcher, int]] = {}
+_registry: dict[Hashable, tuple[Watcher, int]] = {}
 _registry_lock = threading.Lock()
 
 
-def acquire(database: Path, wal: Path, open_probe: Callable[[], Probe]) -> tuple[tuple[int, int], Watcher]:
-    """The watcher of ``database`` (started on first use); give the key back to :func:`release`."""
+def file_key(database: Path) -> tuple[int, int]:
+    """The registry key of a database file (its device and inode: one watcher however it is named)."""
     info = os.stat(database)
-    key = (info.st_dev, info.st_ino)
+    return (info.st_dev, info.st_ino)
+
+
+def acquire(
+    key: Hashable, name: str, open_source: Callable[[], ChangeSource], open_probe: Callable[[], Probe]
+) -> tuple[Hashable, Watcher]:
+    """The watcher of the database ``key`` names (started on first use); give the key back to
+    :func:`release`."""
     with _registry_lock:
         entry = _registry.get(key)
         if entry is None:
-            watcher = Watcher(os_source(wal), open_probe(), database.name)
+            watcher = Watcher(open_source(), open_probe(), name)
             _registry[key] = (watcher, 1)
             return key, watcher
         _registry[key] = (entry[0], entry[1] + 1)
         return key, entry[0]
 
 
-def release(key: tuple[int, int]) -> None:
+def release(key: Hashable) -> None:
     """One user fewer; the last one stops the watcher."""
     with _registry_lock:
         entry = _registry.get(key)

@@ -15,13 +15,12 @@ import json
 import logging
 import os
 import pwd
-import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from .. import limits
-from ..engines.sqlite import Database
+from ..engines.base import Connection, Database
 from ..errors import DatabaseError, DurableQError
 from ..types import AuditEvent, datetime_from_ms
 
@@ -30,14 +29,14 @@ log = logging.getLogger(__name__)
 OK = "OK"
 
 _INSERT = (
-    "INSERT INTO audit_events (at, pid, user, action, queue, outcome, detail) "
+    'INSERT INTO audit_events (at, pid, "user", action, queue, outcome, detail) '
     "VALUES (:at, :pid, :user, :action, :queue, :outcome, :detail)"
 )
-_SELECT = "SELECT id, at, pid, user, action, queue, outcome, detail FROM audit_events"
+_SELECT = 'SELECT id, at, pid, "user", action, queue, outcome, detail FROM audit_events'
 
 
 def record(
-    conn: sqlite3.Connection,
+    conn: Connection,
     now: int,
     action: str,
     queue: str | None,
@@ -107,7 +106,7 @@ def audited(
 
 
 def events(
-    conn: sqlite3.Connection, queue: str | None, since: int | None, after: int | None, limit: int
+    conn: Connection, queue: str | None, since: int | None, after: int | None, limit: int
 ) -> list[AuditEvent]:
     """Events oldest first: of ``queue`` (any if None), at or after ``since`` (epoch ms), with an id
     above ``after``, at most ``limit``."""

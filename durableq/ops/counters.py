@@ -16,7 +16,7 @@ import os
 import threading
 import weakref
 
-from ..engines.sqlite import Database
+from ..engines.base import Database
 from ..errors import DurableQError
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ _UPSERT = f"""
 INSERT INTO queue_metrics (queue_id, minute, {", ".join(COLUMNS)})
 SELECT id, :minute, {", ".join(f":{c}" for c in COLUMNS)} FROM queues WHERE name = :queue
 ON CONFLICT (queue_id, minute) DO UPDATE SET
-  {", ".join(f"{c} = {c} + excluded.{c}" for c in COLUMNS)}
+  {", ".join(f"{c} = queue_metrics.{c} + excluded.{c}" for c in COLUMNS)}
 """
 
 

@@ -12,12 +12,12 @@ row true, in the same transaction.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
 from .. import limits
-from ..engines.sqlite import encode_ids, in_ids
+from ..engines.base import Connection
+from ..engines.sql import encode_ids, in_ids
 from ..types import Message
 from . import redrive
 from .messages import CLAIM_IDS, COLUMNS, Opener
@@ -31,7 +31,7 @@ _ATTEMPT_INTERVAL_MS = limits.RECEIVE_ATTEMPT_INTERVAL * 1000
 
 
 def find_duplicate(
-    conn: sqlite3.Connection, queue_id: int, scope: str, dedup_id: str, now: int
+    conn: Connection, queue_id: int, scope: str, dedup_id: str, now: int
 ) -> tuple[str, int] | None:
     """The message id and sequence a deduplication id was accepted for in the last 5 minutes."""
     row = conn.execute(
@@ -43,7 +43,7 @@ def find_duplicate(
 
 
 def remember(
-    conn: sqlite3.Connection,
+    conn: Connection,
     queue_id: int,
     scope: str,
     dedup_id: str,
@@ -60,7 +60,7 @@ def remember(
     )
 
 
-def forget_expired(conn: sqlite3.Connection, queue_id: int, now: int) -> None:
+def forget_expired(conn: Connection, queue_id: int, now: int) -> None:
     """Drop deduplication ids and receive attempts whose 5-minute windows ended long ago.
 
     Whether an id still counts is decided by its ``expires_at`` alone (:func:`find_duplicate`);
@@ -75,7 +75,7 @@ def forget_expired(conn: sqlite3.Connection, queue_id: int, now: int) -> None:
 # -- groups ------------------------------------------------------------------
 
 
-def add_to_group(conn: sqlite3.Connection, queue_id: int, group_id: str, visible_at: int) -> None:
+def add_to_group(conn: Connection, queue_id: int, group_id: str, visible_at: int) -> None:
     """A message joined ``group_id`` at its tail: only a new group changes availability."""
     conn.execute(
         "INSERT INTO fifo_groups (queue_id, group_id, available_at) VALUES (?, ?, ?) "
@@ -84,7 +84,7 @@ def add_to_group(conn: sqlite3.Connection, queue_id: int, group_id: str, visible
     )
 
 
-def refresh_groups(conn: sqlite3.Connection, queue_id: int, group_ids: Iterable[str]) -> None:
+def refresh_groups(conn: Connection, queue_id: int, group_ids: Iterable[str]) -> None:
     """Recompute ``available_at`` of groups whose head or in-flight messages changed."""
     for group_id in set(group_ids):
         available_at = _available_at(conn, queue_id, group_id)
@@ -97,7 +97,7 @@ def refresh_groups(conn: sqlite3.Connection, queue_id: int, group_ids: Iterable[
             )
 
 
-def _available_at(conn: sqlite3.Connection, queue_id: int, group_id: str) -> int | None:
+def _available_at(conn: Connection, queue_id: int, group_id: str) -> int | None:
     """The head's visible time, or the latest end of visibility among the messages received
     from the head on (receives take a run from the head, so that run holds every message
     in flight); None for an empty group."""
@@ -120,7 +120,7 @@ def _available_at(conn: sqlite3.Connection, queue_id: int, group_id: str) -> int
     return available_at
 
 
-def _block_groups(conn: sqlite3.Connection, queue_id: int, group_ids: Iterable[str], until: int) -> None:
+def _block_groups(conn: Connection, queue_id: int, group_ids: Iterable[str], until: int) -> None:
     conn.executemany(
         "UPDATE fifo_groups SET available_at = ? WHERE queue_id = ? AND group_id = ?",
         [(until, queue_id, g) for g in set(group_ids)],
@@ -142,7 +142,7 @@ ORDER BY g.available_at, g.id, m.sequence
 
 
 def choose(
-    conn: sqlite3.Connection,
+    conn: Connection,
     queue: QueueConfig,
     limit: int,
     now: int,
@@ -187,7 +187,7 @@ def choose(
 
 
 def claim(
-    conn: sqlite3.Connection,
+    conn: Connection,
     queue: QueueConfig,
     chosen: list[tuple[int, str]],
     visible_at: int,
@@ -215,7 +215,7 @@ WHERE +queue_id = :queue_id AND id IN {in_ids(":ids")}
 
 
 def replay_attempt(
-    conn: sqlite3.Connection, queue: QueueConfig, attempt_id: str, visible_at: int, now: int, opener: Opener
+    conn: Connection, queue: QueueConfig, attempt_id: str, visible_at: int, now: int, opener: Opener
 ) -> list[Message] | None:
     """The messages of an earlier receive with this attempt id, if none changed since.
 
@@ -255,7 +255,7 @@ def replay_attempt(
 
 
 def record_attempt(
-    conn: sqlite3.Connection,
+    conn: Connection,
     queue_id: int,
     attempt_id: str,
     received: list[Message],
@@ -269,7 +269,7 @@ def record_attempt(
 
 
 def _store_attempt(
-    conn: sqlite3.Connection,
+    conn: Connection,
     queue_id: int,
     attempt_id: str,
     entries: list[list[Any]],
@@ -293,7 +293,7 @@ def _store_attempt(
 # -- sequence numbers ---------------------------------------------------------------
 
 
-def take_sequences(conn: sqlite3.Connection, queue_id: int, count: int) -> range:
+def take_sequences(conn: Connection, queue_id: int, count: int) -> range:
     """The next ``count`` sequence numbers of a FIFO queue, taken (inside the caller's write)."""
     (last,) = conn.execute("SELECT next_sequence FROM queues WHERE id = ?", (queue_id,)).fetchone()
     conn.execute("UPDATE queues SET next_sequence = ? WHERE id = ?", (last + count, queue_id))

@@ -21,13 +21,12 @@ the catalog's revalidation interval (1 s) in other processes.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from .. import limits
-from ..engines.sqlite import ALREADY, together
+from ..engines.base import ALREADY, Connection, together
 from ..types import MessageEvent, datetime_from_ms
 
 if TYPE_CHECKING:  # queue_rows records purges here
@@ -86,7 +85,7 @@ WHERE e.event_id > :after AND e.event_id <= :until"""
 
 
 def record(
-    conn: sqlite3.Connection,
+    conn: Connection,
     queue: QueueConfig,
     now: int,
     event: str,
@@ -101,7 +100,7 @@ def record(
 
 
 def record_where(
-    conn: sqlite3.Connection,
+    conn: Connection,
     queue: QueueConfig,
     now: int,
     event: str,
@@ -116,13 +115,13 @@ def record_where(
         conn.execute(sql, {**params, "now": now, "event": event, "other": other_queue})
 
 
-def atomic(conn: sqlite3.Connection, queue: QueueConfig) -> AbstractContextManager[None]:
+def atomic(conn: Connection, queue: QueueConfig) -> AbstractContextManager[None]:
     """Around a one-statement operation: on a queue that keeps history, its statement and its
     events form one transaction; on others nothing is added (no transaction, no generator)."""
     return together(conn) if queue.history else ALREADY
 
 
-def sweep(conn: sqlite3.Connection, queue: QueueConfig, now: int, batch: int) -> int:
+def sweep(conn: Connection, queue: QueueConfig, now: int, batch: int) -> int:
     """Remove (up to ``batch`` of) the queue's events older than its history retention; how many went.
     Also for a queue with history off: what it kept before goes when its time is up."""
     cutoff = now - queue.history_retention * 1000
@@ -131,14 +130,14 @@ def sweep(conn: sqlite3.Connection, queue: QueueConfig, now: int, batch: int) ->
     return swept
 
 
-def forget(conn: sqlite3.Connection, queue: QueueConfig) -> None:
+def forget(conn: Connection, queue: QueueConfig) -> None:
     """The queue is being deleted: its events go with it (all but a placeholder, see above)."""
     conn.execute(_FORGET, (queue.id,))
     conn.execute(_KEEP_PLACEHOLDER, (queue.id,))
 
 
 def events(
-    conn: sqlite3.Connection,
+    conn: Connection,
     *,
     queue: QueueConfig | None = None,
     since: int | None = None,
@@ -162,7 +161,7 @@ def events(
     ]
 
 
-def newest_event_id(conn: sqlite3.Connection) -> int:
+def newest_event_id(conn: Connection) -> int:
     """The highest event id of the file (0 if it has none): every later event's id is higher."""
     (highest,) = conn.execute("SELECT coalesce(max(event_id), 0) FROM message_events").fetchone()
     return int(highest)

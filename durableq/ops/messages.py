@@ -6,13 +6,13 @@ store (``payloads.py``); :class:`Opener` turns any of them into the public :clas
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from typing import Any, BinaryIO
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from ..engines.sqlite import in_ids
+from ..engines.base import Connection
+from ..engines.sql import in_ids
 from ..errors import InvalidMessageContents, MessageCorrupt
 from ..types import Message
 from . import attributes
@@ -66,7 +66,7 @@ class Opener:
         self.sealer = sealer
         self.store = store
 
-    def messages(self, conn: sqlite3.Connection, rows: Sequence[Sequence[Any]]) -> list[Message]:
+    def messages(self, conn: Connection, rows: Sequence[Sequence[Any]]) -> list[Message]:
         """The Messages of rows of :data:`COLUMNS`, in order.  Inside the receive's transaction: a data
         key that cannot be had (KmsAccessDenied, KmsNotFound) fails the receive, which then takes
         nothing; content that fails its check is returned as a message whose body raises MessageCorrupt
@@ -74,7 +74,7 @@ class Opener:
         keys: dict[int, AESGCM] = {}  # the rows of one receive mostly share a data key: one lookup each
         return [self._message(conn, row, keys) for row in rows]
 
-    def _message(self, conn: sqlite3.Connection, row: Sequence[Any], keys: dict[int, AESGCM]) -> Message:
+    def _message(self, conn: Connection, row: Sequence[Any], keys: dict[int, AESGCM]) -> Message:
         data_key_id, ref, size, meta = row[13], row[14], row[15], row[16]
         if data_key_id is None and ref is None:
             return to_message(row)

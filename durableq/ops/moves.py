@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import limits
-from ..engines.sqlite import Database
+from ..engines.base import Database
 from ..errors import InvalidParameterValue, ResourceNotFoundException
 from ..types import MoveTask, datetime_from_ms
 from . import audit, queue_rows, relocation, validation

@@ -46,8 +46,8 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from .. import limits
+from ..engines.base import Database
 from ..engines.files import fsync_path
-from ..engines.sqlite import Database
 from ..errors import DatabaseError, DurableQError, InvalidParameterValue, MessageCorrupt
 
 log = logging.getLogger(__name__)
@@ -91,8 +91,21 @@ def _nonce(index: int, last: bool) -> bytes:
 class PayloadStore:
     """The folder of payload files: ``AB/ABCD…`` for a payload named ``ABCD…``, and ``tmp/``."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
+    def __init__(self, root: Path | None) -> None:
+        self._root = root
+
+    @property
+    def configured(self) -> bool:
+        return self._root is not None
+
+    @property
+    def root(self) -> Path:
+        if self._root is None:
+            raise InvalidParameterValue(
+                "this broker has no payload store: on a PostgreSQL database, open it with "
+                "payload_dir= (CLI: --payload-dir), a folder every host that uses the queue shares"
+            )
+        return self._root
 
     def path(self, ref: str) -> Path:
         return self.root / ref[:2] / ref
@@ -169,7 +182,7 @@ class PayloadStore:
 
     def files(self) -> Iterator[Path]:
         """Every file of the store (payloads, and unfinished ones under ``tmp/``)."""
-        if not self.root.is_dir():
+        if self._root is None or not self._root.is_dir():
             return
         for folder in self.root.iterdir():
             if folder.is_dir():
@@ -257,17 +270,18 @@ class _PayloadReader(io.RawIOBase):
 class Payloads:
     """One broker's side of the payload store: writing, and removing what no row names any more."""
 
-    def __init__(self, db: Database, root: Path) -> None:
+    def __init__(self, db: Database, root: Path | None) -> None:
         self._db = db
         self.store = PayloadStore(root)
         self._lock = threading.Lock()
-        self._active = root.is_dir()
+        self._active = root is not None and root.is_dir()
         self._looked = time.monotonic()
         self._swept = 0.0  # monotonic time of the last orphan sweep (0: never)
 
     @property
-    def root(self) -> Path:
-        return self.store.root
+    def root(self) -> Path | None:
+        """The store's folder (None: the broker has none; see :class:`PayloadStore`)."""
+        return self.store._root
 
     def write(self, source: BinaryIO | None, first: bytes = b"") -> StoredPayload:
         payload = self.store.write(source, first)
@@ -294,7 +308,7 @@ class Payloads:
             if now - self._looked < _RECHECK:
                 return
             self._looked = now
-            if not self.root.is_dir():
+            if self.root is None or not self.root.is_dir():
                 return
             self._active = True
         try:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from .. import limits
+from ..engines.base import Connection
 from ..errors import DurableQError
 from ..types import PeekedMessage
 from . import attributes, validation
@@ -19,15 +19,15 @@ _PEEK = f"""
 SELECT message_id, body, attributes, receive_count, enqueued_at, visible_at, first_received_at,
        group_id, deduplication_id, sequence, dead_letter_source, state, data_key_id, payload_size
 FROM (SELECT *, {STATE_SQL} AS state FROM messages
-      WHERE queue_id = :queue_id AND enqueued_at > :expired_before)
-WHERE :state IS NULL OR state = :state
+      WHERE queue_id = :queue_id AND enqueued_at > :expired_before) AS peeked
+WHERE CAST(:state AS TEXT) IS NULL OR state = :state
 ORDER BY enqueued_at, id
 LIMIT :limit
 """
 
 
 def peek(
-    conn: sqlite3.Connection, queue: QueueConfig, state: str | None, limit: int, now: int, sealer: Sealer
+    conn: Connection, queue: QueueConfig, state: str | None, limit: int, now: int, sealer: Sealer
 ) -> list[PeekedMessage]:
     """Messages without receiving them.  An encrypted message shows its body and attributes only where
     this broker holds its key (else None and {}: its metadata needs no key); a payload stored outside
@@ -48,7 +48,7 @@ def peek(
     return [_peeked(conn, row, sealer) for row in rows]
 
 
-def _peeked(conn: sqlite3.Connection, row: tuple[Any, ...], sealer: Sealer) -> PeekedMessage:
+def _peeked(conn: Connection, row: tuple[Any, ...], sealer: Sealer) -> PeekedMessage:
     body, stored_attributes, data_key_id, payload_size = row[1], row[2], row[12], row[13]
     if data_key_id is not None:
         try:

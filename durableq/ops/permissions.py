@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
 from .. import limits
+from ..engines.base import Connection
 from ..errors import InvalidParameterValue, MissingParameter, OverLimit
 from . import settings
 from .queue_rows import QueueConfig
@@ -50,7 +50,7 @@ def _text(document: dict[str, Any]) -> str:
 
 
 def add(
-    conn: sqlite3.Connection,
+    conn: Connection,
     queue: QueueConfig,
     label: object,
     account_ids: Sequence[object],
@@ -97,7 +97,7 @@ def add(
     settings.update(conn, queue, {"policy": _text(document)}, now)
 
 
-def remove(conn: sqlite3.Connection, queue: QueueConfig, label: object, now: int) -> None:
+def remove(conn: Connection, queue: QueueConfig, label: object, now: int) -> None:
     """Remove the statement named ``label``."""
     document = _document(queue, queue.name)
     statements = document.get("Statement", [])

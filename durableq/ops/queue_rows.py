@@ -6,13 +6,14 @@ Checking settings and writing them is ``settings.py``'s concept.
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
 from .. import limits
+from ..engines import sql
+from ..engines.base import Connection
 from ..errors import InvalidParameterValue, QueueDoesNotExist
 from ..types import RedriveAllowPolicy, RedrivePolicy
 from . import history, validation
@@ -75,8 +76,8 @@ _SELECT_BY_NAME = f"SELECT {_COLUMNS} FROM queues WHERE name = ?"
 class Catalog:
     """A broker's cache of queue rows, so the hot paths need no lookup statement.
 
-    ``PRAGMA user_version`` counts changes to queue rows (every create, set
-    and delete bumps it in its own transaction).  Paths inside a write
+    A counter (:data:`~durableq.engines.sql.CATALOG_VERSION`) counts changes to queue rows (every
+    create, set and delete bumps it in its own transaction).  Paths inside a write
     transaction ask for ``fresh`` rows, checked against that counter.  The
     one-statement paths (standard send, receive, delete) take the cached row
     unchecked for up to :data:`REVALIDATE_EVERY` seconds: their SQL reads every
@@ -89,13 +90,13 @@ class Catalog:
     def __init__(self) -> None:
         self._cached: dict[str, tuple[int, float, QueueConfig]] = {}
 
-    def get(self, conn: sqlite3.Connection, name: str, *, fresh: bool = False) -> QueueConfig:
+    def get(self, conn: Connection, name: str, *, fresh: bool = False) -> QueueConfig:
         """The queue called ``name``, or QueueDoesNotExist."""
         entry = self._cached.get(name)
         now = time.monotonic()
         if entry is not None and not fresh and now - entry[1] < self.REVALIDATE_EVERY:
             return entry[2]
-        (version,) = conn.execute("PRAGMA user_version").fetchone()
+        (version,) = conn.execute(sql.CATALOG_VERSION).fetchone()
         if entry is not None and entry[0] == version:
             queue = entry[2]
         else:
@@ -109,13 +110,13 @@ class Catalog:
         self._cached.pop(name, None)
 
 
-def changed(conn: sqlite3.Connection) -> None:
+def changed(conn: Connection) -> None:
     """Tell every broker's catalog that queue rows changed (call inside the write)."""
-    (version,) = conn.execute("PRAGMA user_version").fetchone()
-    conn.execute(f"PRAGMA user_version = {(version + 1) & 0x7FFFFFFF}")
+    (version,) = conn.execute(sql.CATALOG_VERSION).fetchone()
+    conn.execute(sql.catalog_bump((version + 1) & 0x7FFFFFFF))
 
 
-def find(conn: sqlite3.Connection, name: str) -> QueueConfig | None:
+def find(conn: Connection, name: str) -> QueueConfig | None:
     row = conn.execute(_SELECT_BY_NAME, (name,)).fetchone()
     return None if row is None else _config(row)
 
@@ -132,7 +133,7 @@ def _config(row: tuple[Any, ...]) -> QueueConfig:
     return QueueConfig(**values)
 
 
-def load(conn: sqlite3.Connection, name: str) -> QueueConfig:
+def load(conn: Connection, name: str) -> QueueConfig:
     """The queue called ``name``, or QueueDoesNotExist."""
     row = conn.execute(_SELECT_BY_NAME, (name,)).fetchone()
     if row is None:
@@ -140,7 +141,7 @@ def load(conn: sqlite3.Connection, name: str) -> QueueConfig:
     return _config(row)
 
 
-def list_names(conn: sqlite3.Connection, prefix: str) -> list[str]:
+def list_names(conn: Connection, prefix: str) -> list[str]:
     validation.text("prefix", prefix)
     # Compare a prefix slice rather than LIKE, so '_' and '%' in the prefix mean themselves.
     rows = conn.execute(
@@ -160,7 +161,7 @@ _QUEUE_OWNED = (
 )
 
 
-def delete(conn: sqlite3.Connection, queue: QueueConfig) -> None:
+def delete(conn: Connection, queue: QueueConfig) -> None:
     for table in _QUEUE_OWNED:
         conn.execute(f"DELETE FROM {table} WHERE queue_id = ?", (queue.id,))
     history.forget(conn, queue)
@@ -168,7 +169,7 @@ def delete(conn: sqlite3.Connection, queue: QueueConfig) -> None:
     changed(conn)
 
 
-def purge(conn: sqlite3.Connection, queue: QueueConfig, now: int) -> int:
+def purge(conn: Connection, queue: QueueConfig, now: int) -> int:
     """Remove every message (and what FIFO remembers of them); returns how many."""
     history.record_where(conn, queue, now, history.PURGED, "queue_id = :queue_id", {"queue_id": queue.id})
     removed = conn.execute("DELETE FROM messages WHERE queue_id = ?", (queue.id,)).rowcount
@@ -180,12 +181,12 @@ def purge(conn: sqlite3.Connection, queue: QueueConfig, now: int) -> int:
 # -- tags ------------------------------------------------------------------
 
 
-def get_tags(conn: sqlite3.Connection, queue: QueueConfig) -> dict[str, str]:
+def get_tags(conn: Connection, queue: QueueConfig) -> dict[str, str]:
     rows = conn.execute("SELECT key, value FROM tags WHERE queue_id = ? ORDER BY key", (queue.id,))
     return dict(rows.fetchall())
 
 
-def set_tags(conn: sqlite3.Connection, queue: QueueConfig, new_tags: Mapping[str, str]) -> None:
+def set_tags(conn: Connection, queue: QueueConfig, new_tags: Mapping[str, str]) -> None:
     checked = validation.tags(new_tags)
     merged = {**get_tags(conn, queue), **checked}
     if len(merged) > limits.MAX_TAGS:
@@ -199,13 +200,13 @@ def set_tags(conn: sqlite3.Connection, queue: QueueConfig, new_tags: Mapping[str
     )
 
 
-def remove_tags(conn: sqlite3.Connection, queue: QueueConfig, keys: tuple[str, ...]) -> None:
+def remove_tags(conn: Connection, queue: QueueConfig, keys: tuple[str, ...]) -> None:
     for key in keys:
         validation.text("tag key", key)
     conn.executemany("DELETE FROM tags WHERE queue_id = ? AND key = ?", [(queue.id, k) for k in keys])
 
 
-def dead_letter_sources(conn: sqlite3.Connection, name: str) -> list[str]:
+def dead_letter_sources(conn: Connection, name: str) -> list[str]:
     """Queues whose redrive policy names ``name``."""
     rows = conn.execute("SELECT name FROM queues WHERE dead_letter_queue = ? ORDER BY name", (name,))
     return [n for (n,) in rows]

@@ -13,10 +13,11 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from ..engines import sql
 from ..errors import ReceiptHandleIsInvalid
 
-#: SQL expression for a fresh handle of the row being updated.
-NEW_HANDLE_SQL = "printf('%d.%d.%s.%s', queue_id, id, secret, lower(hex(randomblob(8))))"
+#: SQL expression for a fresh handle of the row being updated (each engine spells it its own way).
+NEW_HANDLE_SQL = sql.NEW_HANDLE
 
 _MAX_ID = 2**63 - 1
 _HANDLE = re.compile(r"(\d{1,19})\.(\d{1,19})\.([0-9a-f]{16})\.([0-9a-f]{16})", re.ASCII)

@@ -11,12 +11,12 @@ becomes visible."""
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import time
 from collections.abc import Callable, Generator
 from concurrent.futures import Executor
 
-from ..engines.sqlite import Database
+from ..engines.base import Connection, Database
+from ..engines.sql import SKIP_LOCKED
 from ..errors import OverLimit
 from ..types import Message
 from . import fifo, history, redrive, relocation, validation
@@ -53,7 +53,7 @@ UPDATE messages SET {claim_set(f":now + coalesce(:timeout, {_LIVE.format('visibi
 WHERE id IN (
   SELECT id FROM messages WHERE {_head_where(v)} AND {redrive.NOT_EXHAUSTED_SQL}
     AND (:sealed OR data_key_id IS NULL)
-  ORDER BY visible_at LIMIT {IN_FLIGHT_ROOM_SQL})
+  ORDER BY visible_at LIMIT {IN_FLIGHT_ROOM_SQL} {SKIP_LOCKED})
 RETURNING {COLUMNS}
 """
     for v in (False, True)
@@ -63,14 +63,14 @@ RETURNING {COLUMNS}
 _EXISTS = "EXISTS (SELECT 1 FROM queues WHERE id = :queue_id)"
 _LOOK_STANDARD = {
     v: f"""SELECT
-  (SELECT count(*) FROM (SELECT 1 FROM messages WHERE {_head_where(v)} LIMIT :limit)),
+  (SELECT count(*) FROM (SELECT 1 FROM messages WHERE {_head_where(v)} LIMIT :limit) AS ready),
   (SELECT min(visible_at) FROM messages
     WHERE queue_id = :queue_id {"AND virtual = :virtual" if v else ""} AND visible_at > :now), {_EXISTS}"""
     for v in (False, True)
 }
 _LOOK_FIFO = f"""SELECT
   (SELECT count(*) FROM (SELECT 1 FROM fifo_groups
-    WHERE queue_id = :queue_id AND available_at <= :now LIMIT :limit)),
+    WHERE queue_id = :queue_id AND available_at <= :now LIMIT :limit) AS ready),
   (SELECT min(available_at) FROM fifo_groups WHERE queue_id = :queue_id AND available_at > :now), {_EXISTS}"""
 
 #: One step of a receive: the seconds it may wait for its waiter to be woken, or the result.
@@ -232,7 +232,7 @@ class Receiver:
 
     def _claim(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         queue: QueueConfig,
         limit: int,
         visibility_timeout: int | None,
@@ -315,7 +315,7 @@ class _Stepper:
 
 
 def _claim_standard(
-    conn: sqlite3.Connection,
+    conn: Connection,
     queue: QueueConfig,
     limit: int,
     visibility_timeout: int | None,
@@ -353,7 +353,7 @@ def _claim_standard(
 
 
 def _claim_fifo(
-    conn: sqlite3.Connection,
+    conn: Connection,
     queue: QueueConfig,
     limit: int,
     visible_at: int,

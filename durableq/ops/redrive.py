@@ -7,8 +7,8 @@ for Python (:func:`exhausted`) and for SQL (:data:`NOT_EXHAUSTED_SQL`).
 from __future__ import annotations
 
 import logging
-import sqlite3
 
+from ..engines.base import Connection
 from . import queue_rows
 from .queue_rows import QueueConfig
 
@@ -27,7 +27,7 @@ def exhausted(receive_count: int, queue: QueueConfig) -> bool:
     return queue.max_receive_count is not None and receive_count >= queue.max_receive_count
 
 
-def target_of(conn: sqlite3.Connection, queue: QueueConfig) -> QueueConfig | None:
+def target_of(conn: Connection, queue: QueueConfig) -> QueueConfig | None:
     """The queue's dead-letter queue, if it has a redrive policy and that queue still exists."""
     if queue.dead_letter_queue is None:
         return None

@@ -17,12 +17,12 @@ task arrives as a new message (received 0 times, no source).
 
 from __future__ import annotations
 
-import sqlite3
 from collections import defaultdict
 from collections.abc import Sequence
 from enum import Enum
 
-from ..engines.sqlite import encode_ids, in_ids
+from ..engines.base import Connection
+from ..engines.sql import encode_ids, in_ids
 from . import fifo, history
 from .counters import MOVED, MOVED_IN, MOVED_OUT, Counters
 from .queue_rows import QueueConfig
@@ -75,7 +75,7 @@ _STATEMENTS = {kind: (_standard_move(kind), _fifo_append(kind)) for kind in Kind
 
 
 def move(
-    conn: sqlite3.Connection,
+    conn: Connection,
     kind: Kind,
     source: QueueConfig,
     target: QueueConfig,
@@ -147,9 +147,7 @@ ORDER BY sequence
 """
 
 
-def next_batch(
-    conn: sqlite3.Connection, source: QueueConfig, limit: int, now: int
-) -> list[tuple[int, str | None]]:
+def next_batch(conn: Connection, source: QueueConfig, limit: int, now: int) -> list[tuple[int, str | None]]:
     """The rows a message move task moves next from ``source``: (row id, dead-letter source).
 
     Never messages in flight (a consumer holding one keeps it until it lets go) nor expired ones.

@@ -5,9 +5,9 @@ reply sent, the request gone) or neither (the request comes back and is handled 
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping
 
+from ..engines.base import Connection
 from ..errors import DurableQError, InvalidParameterValue
 from ..types import Attribute, AttributeInput, Message, SendResult
 from . import send, visibility
@@ -33,7 +33,7 @@ def reply_address(message: Message) -> tuple[str, str]:
 
 
 def respond(
-    conn: sqlite3.Connection,
+    conn: Connection,
     catalog: Catalog,
     request_queue: str,
     request: Message,

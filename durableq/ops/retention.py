@@ -5,9 +5,8 @@ for Python (:func:`expired_before`) and for SQL that reads the period itself
 
 from __future__ import annotations
 
-import sqlite3
-
 from .. import limits
+from ..engines.base import Connection
 from . import fifo, history
 from .counters import EXPIRED, Counters
 from .queue_rows import QueueConfig
@@ -35,7 +34,7 @@ RETURNING group_id, message_id, receive_count
 """
 
 
-def sweep(conn: sqlite3.Connection, queue: QueueConfig, now: int, counters: Counters) -> int:
+def sweep(conn: Connection, queue: QueueConfig, now: int, counters: Counters) -> int:
     """Remove (a batch of) the queue's expired messages; returns how many went."""
     cutoff = expired_before(queue.retention_period, now)
     rows = conn.execute(_DELETE_EXPIRED, (queue.id, cutoff, _SWEEP_BATCH)).fetchall()
@@ -57,7 +56,7 @@ class Sweeper:
         self._counters = counters
         self._last: dict[int, int] = {}
 
-    def maybe_sweep(self, conn: sqlite3.Connection, queue: QueueConfig, now: int) -> None:
+    def maybe_sweep(self, conn: Connection, queue: QueueConfig, now: int) -> None:
         last = self._last.get(queue.id)
         if last is not None and 0 <= now - last < _INTERVAL_MS:
             return

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .. import limits
-from ..engines.sqlite import Database
+from ..engines.base import Database
 from ..errors import InvalidParameterValue
 from ..keyring import Keyring
 from .counters import Counters
@@ -23,7 +23,7 @@ from .temporary import Keeper
 
 class Runtime:
     def __init__(
-        self, db: Database, clock: Callable[[], float], keyring: Keyring | None, payload_dir: Path
+        self, db: Database, clock: Callable[[], float], keyring: Keyring | None, payload_dir: Path | None
     ) -> None:
         self.db = db
         self.clock = clock

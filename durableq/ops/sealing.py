@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import os
-import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,7 +29,8 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from .. import limits
-from ..engines.sqlite import encode_ids, in_ids
+from ..engines.base import Connection
+from ..engines.sql import encode_ids, in_ids
 from ..errors import KmsAccessDenied, MessageCorrupt
 from ..keyring import Keyring, alias_of
 from . import queue_rows
@@ -56,7 +56,7 @@ FROM messages m LEFT JOIN data_keys d ON d.id = m.data_key_id
 WHERE m.id IN {in_ids(":ids")} AND +m.queue_id = :queue_id
 """
 # A queue that received sealed rows is sealed from now on (its receives open rows in a transaction).
-_MARK_SEALED = "UPDATE queues SET sealed = 1 WHERE id = ? AND NOT sealed"
+_MARK_SEALED = "UPDATE queues SET sealed = TRUE WHERE id = ? AND NOT sealed"
 _RESEAL = """
 UPDATE messages SET data_key_id = :data_key_id, body = :body, attributes = :attributes,
   payload_meta = :payload_meta
@@ -94,7 +94,7 @@ class Sealer:
 
     # -- sealing (send) ----------------------------------------------------------
 
-    def data_key(self, conn: sqlite3.Connection, queue: QueueConfig, now: int) -> DataKey | None:
+    def data_key(self, conn: Connection, queue: QueueConfig, now: int) -> DataKey | None:
         """The data key for new messages of ``queue`` (None if it does not encrypt): one younger than the
         queue's reuse period and wrapped by the master key's current version (this broker's, else the
         newest any broker stored), else a new one (stored in ``data_keys`` by the caller's connection).
@@ -152,7 +152,7 @@ class Sealer:
 
     # -- opening (receive, peek) -------------------------------------------------
 
-    def aead(self, conn: sqlite3.Connection, data_key_id: int) -> AESGCM:
+    def aead(self, conn: Connection, data_key_id: int) -> AESGCM:
         """The data key ``data_key_id``, unwrapped (KmsAccessDenied / KmsNotFound if it cannot be).
 
         The stored row is read each time (one primary-key lookup) and compared with the one this broker
@@ -195,7 +195,7 @@ class Sealer:
 
     # -- moving between keys -----------------------------------------------------
 
-    def reseal(self, conn: sqlite3.Connection, target: QueueConfig, row_ids: Sequence[int], now: int) -> None:
+    def reseal(self, conn: Connection, target: QueueConfig, row_ids: Sequence[int], now: int) -> None:
         """Make the rows ``row_ids``, just moved to ``target``, sealed as ``target`` seals, in the
         caller's transaction: rows already under the target's master key are left as they are, and so
         are sealed rows arriving in a queue that does not encrypt (which is then marked sealed)."""

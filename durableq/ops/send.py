@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
 from .. import limits
+from ..engines.base import Connection
 from ..errors import (
     DurableQError,
     InvalidParameterValue,
@@ -101,7 +101,7 @@ def new_message_id() -> str:
 
 
 def send_one(
-    conn: sqlite3.Connection,
+    conn: Connection,
     catalog: Catalog,
     name: str,
     item: Outgoing,
@@ -136,7 +136,7 @@ def send_one(
 
 
 def insert(
-    conn: sqlite3.Connection,
+    conn: Connection,
     queue: QueueConfig,
     items: list[Outgoing],
     now: int,
@@ -231,7 +231,7 @@ def _row(
 
 
 def _insert_fifo(
-    conn: sqlite3.Connection,
+    conn: Connection,
     queue: QueueConfig,
     items: list[Outgoing],
     now: int,

@@ -9,11 +9,11 @@ the file can use it.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
 from .. import limits
+from ..engines.base import Connection
 from ..errors import InvalidAttributeName, InvalidAttributeValue, InvalidParameterValue, QueueNameExists
 from ..types import RedriveAllowPolicy, RedrivePolicy, datetime_from_ms
 from . import validation
@@ -79,9 +79,7 @@ _IDENTITY = (
 )
 
 
-def to_columns(
-    fifo: bool, settings: Mapping[str, Any], conn: sqlite3.Connection, name: str
-) -> dict[str, Any]:
+def to_columns(fifo: bool, settings: Mapping[str, Any], conn: Connection, name: str) -> dict[str, Any]:
     """Check queue settings (create or set) and return the column values they mean."""
     columns: dict[str, Any] = {}
     for key, value in settings.items():
@@ -134,7 +132,7 @@ def _check_combination(queue: Mapping[str, Any], name: str) -> None:
         )
 
 
-def _redrive_columns(conn: sqlite3.Connection, name: str, fifo: bool, policy: object) -> dict[str, Any]:
+def _redrive_columns(conn: Connection, name: str, fifo: bool, policy: object) -> dict[str, Any]:
     if policy is None:
         return {"dead_letter_queue": None, "max_receive_count": None}
     if not isinstance(policy, RedrivePolicy):
@@ -236,7 +234,7 @@ def _kms_key(value: object) -> str | None:
 
 
 def create(
-    conn: sqlite3.Connection,
+    conn: Connection,
     name: str,
     fifo: bool,
     settings: Mapping[str, Any],
@@ -269,7 +267,7 @@ def create(
     return load(conn, name), True
 
 
-def update(conn: sqlite3.Connection, queue: QueueConfig, changes: Mapping[str, Any], now: int) -> None:
+def update(conn: Connection, queue: QueueConfig, changes: Mapping[str, Any], now: int) -> None:
     columns = to_columns(queue.fifo, changes, conn, queue.name)
     if not columns:
         return

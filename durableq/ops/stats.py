@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import sqlite3
-
+from ..engines.base import Connection
 from ..types import MinuteMetrics, QueueStats, datetime_from_ms
 from .counters import COLUMNS as COUNTER_COLUMNS
 from .counters import MINUTE_MS
@@ -22,7 +21,7 @@ GROUP BY state
 _OLDEST = "SELECT min(enqueued_at) FROM messages WHERE queue_id = ? AND enqueued_at > ?"
 # In flight at :now, counted from a range of the same index, up to :cap (the queue's limit).
 _IN_FLIGHT_COUNT = f"""(SELECT count(*) FROM (
-  SELECT 1 FROM messages WHERE queue_id = :queue_id AND {in_flight_sql()} LIMIT :cap))"""
+  SELECT 1 FROM messages WHERE queue_id = :queue_id AND {in_flight_sql()} LIMIT :cap) AS in_flight)"""
 #: SQL for how many more messages of ``:queue_id`` may go in flight now, at most ``:limit``.  It is a
 #: claim's LIMIT, so the in-flight limit holds inside the claim, whoever else receives at the same
 #: time.  Counting reads about 0.1 ms of index per 1,000 messages in flight, so it is skipped when a
@@ -31,7 +30,7 @@ _IN_FLIGHT_COUNT = f"""(SELECT count(*) FROM (
 IN_FLIGHT_ROOM_SQL = f"""(SELECT CASE
   WHEN (SELECT max(id) FROM messages) - (SELECT min(id) FROM messages) + :limit < :cap THEN :limit
   ELSE (SELECT CASE WHEN n >= :cap THEN 0 WHEN :cap - n < :limit THEN :cap - n ELSE :limit END
-        FROM (SELECT {_IN_FLIGHT_COUNT} AS n))
+        FROM (SELECT {_IN_FLIGHT_COUNT} AS n) AS counted)
   END)"""
 _METRICS = f"""
 SELECT minute, {", ".join(COUNTER_COLUMNS)}
@@ -39,7 +38,7 @@ FROM queue_metrics WHERE queue_id = ? AND minute >= ? ORDER BY minute
 """
 
 
-def queue_stats(conn: sqlite3.Connection, queue: QueueConfig, now: int) -> QueueStats:
+def queue_stats(conn: Connection, queue: QueueConfig, now: int) -> QueueStats:
     cutoff = expired_before(queue.retention_period, now)
     depth = dict(conn.execute(_DEPTH, {"now": now, "queue_id": queue.id, "expired_before": cutoff}))
     (oldest,) = conn.execute(_OLDEST, (queue.id, cutoff)).fetchone()
@@ -51,20 +50,20 @@ def queue_stats(conn: sqlite3.Connection, queue: QueueConfig, now: int) -> Queue
     )
 
 
-def in_flight_room(conn: sqlite3.Connection, queue: QueueConfig, now: int, limit: int) -> int:
+def in_flight_room(conn: Connection, queue: QueueConfig, now: int, limit: int) -> int:
     """How many more messages (at most ``limit``) may go in flight now; exact inside a write."""
     params = {"queue_id": queue.id, "now": now, "cap": queue.in_flight_limit, "limit": limit}
     room: int = conn.execute(f"SELECT {IN_FLIGHT_ROOM_SQL}", params).fetchone()[0]
     return room
 
 
-def in_flight_count(conn: sqlite3.Connection, queue: QueueConfig, now: int) -> int:
+def in_flight_count(conn: Connection, queue: QueueConfig, now: int) -> int:
     """How many messages of ``queue`` are in flight, counted up to its limit (no further)."""
     params = {"queue_id": queue.id, "now": now, "cap": queue.in_flight_limit}
     count: int = conn.execute(f"SELECT {_IN_FLIGHT_COUNT}", params).fetchone()[0]
     return count
 
 
-def minute_metrics(conn: sqlite3.Connection, queue: QueueConfig, since: int) -> list[MinuteMetrics]:
+def minute_metrics(conn: Connection, queue: QueueConfig, since: int) -> list[MinuteMetrics]:
     rows = conn.execute(_METRICS, (queue.id, since - since % MINUTE_MS))
     return [MinuteMetrics(datetime_from_ms(minute), *counts) for minute, *counts in rows]

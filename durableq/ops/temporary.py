@@ -25,7 +25,7 @@ import weakref
 from collections.abc import Callable
 
 from .. import limits
-from ..engines.sqlite import Database
+from ..engines.base import Database
 from ..errors import DatabaseError, DurableQError
 from . import audit, queue_rows
 from .counters import MINUTE_MS, Counters
@@ -33,14 +33,16 @@ from .queue_rows import Catalog
 
 log = logging.getLogger(__name__)
 
+# (The latest of four times as the max of a UNION: both engines' SQL, where SQLite would write
+# max(a, b, ...) and PostgreSQL greatest(a, b, ...).)
 _IDLE = f"""
 SELECT q.name FROM queues q
-WHERE q.idle_timeout IS NOT NULL AND max(
-    q.created_at,
-    coalesce(q.touched_at, 0),
-    coalesce((SELECT max(minute) FROM queue_metrics WHERE queue_id = q.id) + {MINUTE_MS}, 0),
-    coalesce((SELECT max(enqueued_at) FROM messages WHERE queue_id = q.id), 0)
-  ) + q.idle_timeout * 1000 <= :now
+WHERE q.idle_timeout IS NOT NULL AND (SELECT max(t) FROM (
+    SELECT q.created_at AS t
+    UNION ALL SELECT coalesce(q.touched_at, 0)
+    UNION ALL SELECT coalesce((SELECT max(minute) FROM queue_metrics WHERE queue_id = q.id) + {MINUTE_MS}, 0)
+    UNION ALL SELECT coalesce((SELECT max(enqueued_at) FROM messages WHERE queue_id = q.id), 0)
+  ) AS latest) + q.idle_timeout * 1000 <= :now
 ORDER BY q.name
 """
 _TOUCH = "UPDATE queues SET touched_at = :now WHERE name = :name AND idle_timeout IS NOT NULL"

@@ -9,10 +9,9 @@ transaction (where the cached row is checked first).
 
 from __future__ import annotations
 
-import json
-import sqlite3
-
 from .. import limits
+from ..engines.base import Connection
+from ..engines.sql import encode_ids, in_ids, in_texts
 from ..errors import DurableQError, InvalidParameterValue, MessageNotInflight, ReceiptHandleIsInvalid
 from . import fifo, history, receipts, validation
 from .counters import DELETED, Counters
@@ -27,14 +26,13 @@ _UNEXPIRED = unexpired_sql("(SELECT retention_period FROM queues WHERE id = :que
 _DELETE_ANY_HANDLE = "DELETE FROM messages WHERE id = :row AND secret = :secret AND queue_id = :queue_id"
 # The same, for a queue that keeps history: the event needs the message's id and receive count.
 _DELETE_ANY_HANDLE_RETURNING = f"{_DELETE_ANY_HANDLE} RETURNING message_id, receive_count"
-# Several handles of a queue that keeps history, in one statement: :handles is a JSON list of
-# [row id, secret] pairs; a row goes if one of them names it with its secret.  (``+queue_id``: the
-# row ids pick the rows through the primary key, never a scan of the queue's index.)
-_DELETE_HANDLES_RETURNING = """
+# Several handles of a queue that keeps history, in one statement: :rows holds the handles' row ids
+# and :keys their "row.secret" pairs (JSON lists); a row goes if one of them names it with its secret.
+# (``+queue_id``: the row ids pick the rows through the primary key, never a scan of the queue's index.)
+_DELETE_HANDLES_RETURNING = f"""
 DELETE FROM messages
-WHERE id IN (SELECT json_extract(value, '$[0]') FROM json_each(:handles)) AND +queue_id = :queue_id
-  AND secret IN (SELECT json_extract(value, '$[1]') FROM json_each(:handles)
-                 WHERE json_extract(value, '$[0]') = messages.id)
+WHERE id IN {in_ids(":rows")} AND +queue_id = :queue_id
+  AND CAST(id AS TEXT) || '.' || secret IN {in_texts(":keys")}
 RETURNING message_id, receive_count
 """
 # FIFO queues: only the latest handle, and only while the message is still in flight.
@@ -71,9 +69,7 @@ def _params(receipt: receipts.Receipt) -> dict[str, object]:
     }
 
 
-def _queue_of(
-    conn: sqlite3.Connection, catalog: Catalog, name: str, receipt: receipts.Receipt
-) -> QueueConfig:
+def _queue_of(conn: Connection, catalog: Catalog, name: str, receipt: receipts.Receipt) -> QueueConfig:
     """The queue, checking the handle is one of its own (a cached row is re-read before refusing)."""
     queue = catalog.get(conn, name)
     if receipt.queue_id != queue.id:
@@ -83,7 +79,7 @@ def _queue_of(
 
 
 def delete(
-    conn: sqlite3.Connection, catalog: Catalog, name: str, handle: object, now: int, counters: Counters
+    conn: Connection, catalog: Catalog, name: str, handle: object, now: int, counters: Counters
 ) -> None:
     """Delete the message a handle names; on a standard queue a message already gone is fine."""
     receipt = receipts.parse(handle)
@@ -115,7 +111,7 @@ def delete(
 
 
 def delete_many(
-    conn: sqlite3.Connection, queue: QueueConfig, handles: list[object], now: int, counters: Counters
+    conn: Connection, queue: QueueConfig, handles: list[object], now: int, counters: Counters
 ) -> list[DurableQError | None]:
     """Delete the messages of several handles of a standard queue in the caller's transaction.
 
@@ -123,7 +119,7 @@ def delete_many(
     handle (None for done), since a message already gone is fine here too.
     """
     outcomes: list[DurableQError | None] = []
-    params = []
+    valid: list[receipts.Receipt] = []
     for handle in handles:
         try:
             receipt = receipts.parse(handle)
@@ -132,23 +128,25 @@ def delete_many(
             outcomes.append(exc)
             continue
         outcomes.append(None)
-        params.append(_params(receipt))
+        valid.append(receipt)
+    params = [_params(receipt) for receipt in valid]
     if params and queue.history:
-        pairs = json.dumps([[p["row"], p["secret"]] for p in params])
-        gone = conn.execute(_DELETE_HANDLES_RETURNING, {"queue_id": queue.id, "handles": pairs}).fetchall()
+        rows = encode_ids(r.row_id for r in valid)
+        keys = encode_ids(f"{r.row_id}.{r.secret}" for r in valid)
+        gone = conn.execute(
+            _DELETE_HANDLES_RETURNING, {"queue_id": queue.id, "rows": rows, "keys": keys}
+        ).fetchall()
         history.record(conn, queue, now, history.DELETED, gone)
         if gone:
             counters.add(queue.name, now, DELETED, len(gone))
     elif params:
-        before = conn.total_changes
-        conn.executemany(_DELETE_ANY_HANDLE, params)
-        if deleted := conn.total_changes - before:
+        if deleted := conn.executemany(_DELETE_ANY_HANDLE, params).rowcount:
             counters.add(queue.name, now, DELETED, deleted)
     return outcomes
 
 
 def change(
-    conn: sqlite3.Connection,
+    conn: Connection,
     catalog: Catalog,
     name: str,
     handle: object,

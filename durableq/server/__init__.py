@@ -21,11 +21,11 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import durableq
+from durableq.engines.location import redacted
 
 from .settings import (
     DEFAULT_ACCOUNT_ID,
@@ -64,8 +64,9 @@ class Server:
         return self._url
 
     @property
-    def db(self) -> Path:
-        return self._broker.path
+    def db(self) -> str:
+        """The database the endpoint serves (a SQLite file's path, or a PostgreSQL URL)."""
+        return self._broker.location
 
     def shutdown(self) -> None:
         """Stop serving, then close the port and the database.
@@ -158,7 +159,7 @@ def serve(
 
 def announce(server: Server) -> None:
     """What :func:`run` prints once it listens: one line ending in the URL (scripts read it)."""
-    print(f"durableq: serving {server.db} at {server.url}", flush=True)
+    print(f"durableq: serving {redacted(server.db)} at {server.url}", flush=True)
 
 
 def run(

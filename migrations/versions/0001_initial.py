@@ -10,6 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from durableq.engines.schema import ROW_ID, random_hex
+
 revision = "0001"
 down_revision = None
 branch_labels = None
@@ -40,10 +42,10 @@ def upgrade() -> None:
     )
     op.create_table(
         "messages",
-        sa.Column("id", sa.Integer, primary_key=True),
+        sa.Column("id", ROW_ID, primary_key=True),
         sa.Column("queue_id", sa.Integer, nullable=False),
         sa.Column("message_id", sa.Text, nullable=False),
-        sa.Column("secret", sa.Text, nullable=False, server_default=sa.text("(lower(hex(randomblob(8))))")),
+        sa.Column("secret", sa.Text, nullable=False, server_default=random_hex(op.get_bind())),
         sa.Column("body", sa.Text, nullable=False),
         sa.Column("attributes", sa.Text),
         sa.Column("enqueued_at", sa.BigInteger, nullable=False),
@@ -66,6 +68,7 @@ def upgrade() -> None:
         "messages",
         ["queue_id", "group_id", "sequence"],
         sqlite_where=sa.text("group_id IS NOT NULL"),
+        postgresql_where=sa.text("group_id IS NOT NULL"),
     )
     op.create_table(
         "tags",
@@ -96,6 +99,13 @@ def upgrade() -> None:
         sa.Column("started_at", sa.BigInteger, nullable=False),
         sa.Column("heartbeat_at", sa.BigInteger, nullable=False),
         sa.Column("failure_reason", sa.Text),
+        # Tasks of one source are listed newest first, ties in the order they started: by SQLite's
+        # rowid, which PostgreSQL has not; there a column of that name stands in.
+        *(
+            [sa.Column("rowid", sa.BigInteger, sa.Identity())]
+            if op.get_bind().dialect.name == "postgresql"
+            else []
+        ),
     )
     op.create_index("ix_message_moves_source", "message_moves", ["source", "started_at"])
     op.create_table(
@@ -127,9 +137,15 @@ def upgrade() -> None:
         sqlite_with_rowid=False,
     )
     op.create_index("ix_receive_attempts_expires", "receive_attempts", ["queue_id", "expires_at"])
+    if op.get_bind().dialect.name == "postgresql":
+        # The catalog's counter of queue-row changes (SQLite keeps it in PRAGMA user_version).
+        op.create_table("durableq_catalog", sa.Column("version", sa.BigInteger, nullable=False))
+        op.execute("INSERT INTO durableq_catalog (version) VALUES (0)")
 
 
 def downgrade() -> None:
+    if op.get_bind().dialect.name == "postgresql":
+        op.drop_table("durableq_catalog")
     for table in (
         "receive_attempts",
         "fifo_deduplication",

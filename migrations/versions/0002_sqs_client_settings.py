@@ -21,7 +21,7 @@ _QUEUE_COLUMNS = (
     sa.Column("policy", sa.Text),
     sa.Column("kms_master_key_id", sa.Text),
     sa.Column("kms_data_key_reuse_period", sa.Integer, nullable=False, server_default=sa.text("300")),
-    sa.Column("sqs_managed_sse_enabled", sa.Boolean, nullable=False, server_default=sa.text("1")),
+    sa.Column("sqs_managed_sse_enabled", sa.Boolean, nullable=False, server_default=sa.true()),
     sa.Column("fifo_throughput_limit", sa.Text),
 )
 

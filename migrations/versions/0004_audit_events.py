@@ -10,6 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from durableq.engines.schema import ROW_ID
+
 revision = "0004"
 down_revision = "0003"
 branch_labels = None
@@ -19,7 +21,7 @@ depends_on = None
 def upgrade() -> None:
     op.create_table(
         "audit_events",
-        sa.Column("id", sa.Integer, primary_key=True),
+        sa.Column("id", ROW_ID, primary_key=True),
         sa.Column("at", sa.BigInteger, nullable=False),
         sa.Column("pid", sa.Integer, nullable=False),
         sa.Column("user", sa.Text, nullable=False),

@@ -10,6 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from durableq.engines.schema import ROW_ID
+
 revision = "0005"
 down_revision = "0004"
 branch_labels = None
@@ -17,14 +19,14 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.add_column("queues", sa.Column("history", sa.Boolean, nullable=False, server_default=sa.text("0")))
+    op.add_column("queues", sa.Column("history", sa.Boolean, nullable=False, server_default=sa.false()))
     op.add_column(
         "queues",
         sa.Column("history_retention", sa.Integer, nullable=False, server_default=sa.text("604800")),
     )
     op.create_table(
         "message_events",
-        sa.Column("event_id", sa.Integer, primary_key=True),
+        sa.Column("event_id", ROW_ID, primary_key=True),
         sa.Column("queue_id", sa.Integer, nullable=False),
         sa.Column("at", sa.BigInteger, nullable=False),
         sa.Column("event", sa.Text, nullable=False),

@@ -26,6 +26,7 @@ def upgrade() -> None:
         "messages",
         ["queue_id", "virtual", "visible_at", "enqueued_at", "receive_count"],
         sqlite_where=sa.text("virtual IS NOT NULL"),
+        postgresql_where=sa.text("virtual IS NOT NULL"),
     )
 
 

@@ -27,20 +27,39 @@ BEGIN
   INSERT OR IGNORE INTO payload_trash (ref) VALUES (old.payload_ref);
 END
 """
+# PostgreSQL's spelling of the same rule.
+PAYLOAD_GONE_TRIGGER_PG = [
+    """
+CREATE FUNCTION messages_payload_gone() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO payload_trash (ref) VALUES (old.payload_ref) ON CONFLICT DO NOTHING;
+  RETURN old;
+END
+$$
+""",
+    """
+CREATE TRIGGER messages_payload_gone AFTER DELETE ON messages
+FOR EACH ROW WHEN (old.payload_ref IS NOT NULL) EXECUTE FUNCTION messages_payload_gone()
+""",
+]
 
 
 def upgrade() -> None:
     op.add_column(
-        "queues", sa.Column("large_payloads", sa.Boolean, nullable=False, server_default=sa.text("0"))
+        "queues", sa.Column("large_payloads", sa.Boolean, nullable=False, server_default=sa.false())
     )
-    op.add_column("queues", sa.Column("sealed", sa.Boolean, nullable=False, server_default=sa.text("0")))
-    op.execute("UPDATE queues SET sqs_managed_sse_enabled = 0")
+    op.add_column("queues", sa.Column("sealed", sa.Boolean, nullable=False, server_default=sa.false()))
+    op.execute("UPDATE queues SET sqs_managed_sse_enabled = FALSE")
     op.add_column("messages", sa.Column("data_key_id", sa.Integer))
     op.add_column("messages", sa.Column("payload_ref", sa.Text))
     op.add_column("messages", sa.Column("payload_size", sa.BigInteger))
     op.add_column("messages", sa.Column("payload_meta", sa.Text))
     op.create_index(
-        "ix_messages_payload", "messages", ["payload_ref"], sqlite_where=sa.text("payload_ref IS NOT NULL")
+        "ix_messages_payload",
+        "messages",
+        ["payload_ref"],
+        sqlite_where=sa.text("payload_ref IS NOT NULL"),
+        postgresql_where=sa.text("payload_ref IS NOT NULL"),
     )
     op.create_table(
         "data_keys",
@@ -57,11 +76,19 @@ def upgrade() -> None:
         sa.Column("ref", sa.Text, primary_key=True),
         sqlite_with_rowid=False,
     )
-    op.execute(PAYLOAD_GONE_TRIGGER)
+    if op.get_bind().dialect.name == "postgresql":
+        for statement in PAYLOAD_GONE_TRIGGER_PG:
+            op.execute(statement)
+    else:
+        op.execute(PAYLOAD_GONE_TRIGGER)
 
 
 def downgrade() -> None:
-    op.execute("DROP TRIGGER messages_payload_gone")
+    if op.get_bind().dialect.name == "postgresql":
+        op.execute("DROP TRIGGER messages_payload_gone ON messages")
+        op.execute("DROP FUNCTION messages_payload_gone()")
+    else:
+        op.execute("DROP TRIGGER messages_payload_gone")
     op.drop_table("payload_trash")
     op.drop_table("data_keys")
     op.drop_index("ix_messages_payload", "messages")

@@ -25,14 +25,23 @@ def db(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def run(db: Path) -> Run:
+def location(target: str, db: Path) -> str:
+    """What ``--db`` names: the file ``db`` (SQLite), or a new PostgreSQL database (``[postgresql]``)."""
+    return str(db) if not target.startswith("postgresql://") else target
+
+
+@pytest.fixture
+def run(location: str, db: Path) -> Run:
     """``run(*args, code=0, input=None, env=None)``: ``durableq --db DB *args``, checking the exit status."""
     runner = CliRunner()
 
     def invoke(
         *args: str, code: int = 0, input: str | None = None, env: dict[str, str] | None = None
     ) -> Result:
-        result = runner.invoke(main, ["--db", str(db), *args], input=input, env=env, catch_exceptions=False)
+        options = ["--db", location]
+        if location.startswith("postgresql://"):  # large payloads on PostgreSQL need a payload store
+            options += ["--payload-dir", f"{db}.payloads"]
+        result = runner.invoke(main, [*options, *args], input=input, env=env, catch_exceptions=False)
         assert result.exit_code == code, f"exit {result.exit_code}, wanted {code}:\n{result.output}"
         assert "Traceback" not in result.output
         return result
@@ -41,7 +50,7 @@ def run(db: Path) -> Run:
 
 
 @pytest.fixture
-def broker(db: Path) -> Iterator[durableq.Broker]:
-    """The library on the CLI's file (creating it), to set up and check."""
-    with durableq.open(db, durability="normal") as opened:
+def broker(location: str) -> Iterator[durableq.Broker]:
+    """The library on the CLI's database (creating it), to set up and check."""
+    with durableq.open(location, durability="normal") as opened:
         yield opened

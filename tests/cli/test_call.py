@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -17,8 +16,8 @@ from .conftest import Run
 
 
 @pytest.fixture
-def responder(db: Path) -> Iterator[None]:
-    with durableq.open(db) as broker:
+def responder(location: str) -> Iterator[None]:
+    with durableq.open(location) as broker:
         responder = Responder(broker.create_queue("resize"), lambda m: f"resized {m.body}", wait_time=1)
         thread = threading.Thread(target=responder.run)
         thread.start()

@@ -131,6 +131,7 @@ def test_quoted_values_are_never_reworded() -> None:
     )
 
 
+@pytest.mark.sqlite_only("a missing SQLite file; a PostgreSQL database is made by its server's administrator")
 def test_a_missing_database_has_the_documented_form(run: Run, db: Path) -> None:
     assert _refused(run, "stats") == (
         f"DatabaseError: no durableq database at {db}; run `durableq init` or pass --db"
@@ -219,9 +220,9 @@ def test_db_upgrade_to_an_unknown_revision_is_refused(run: Run) -> None:
     )
 
 
-def test_db_upgrade_never_goes_back(run: Run, db: Path) -> None:
+def test_db_upgrade_never_goes_back(run: Run, location: str) -> None:
     run("init")
-    with durableq.open(db):
+    with durableq.open(location):
         pass
     history = [line.split()[0] for line in run("db", "history").stdout.splitlines()[1:]]
     head, oldest = history[0], history[-1]

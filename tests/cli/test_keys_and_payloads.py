@@ -9,9 +9,12 @@ import stat
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+from durableq.cli import main
 
 import durableq
 
+from ..conftest import payload_dir, sql_rows
 from .conftest import Run
 from .test_error_lines import ERROR_LINE
 
@@ -43,6 +46,21 @@ def _refused(run: Run, *args: str, env: dict[str, str] | None = None) -> str:
 def _encrypted_queue(run: Run, keyring: Path, name: str = "secure") -> None:
     run("--keyring", str(keyring), "keys", "create", "orders")
     run("--keyring", str(keyring), "queue", "create", name, "--kms-key", "alias/orders")
+
+
+def _stored(location: str, db: Path) -> list[bytes]:
+    """What the database holds, as bytes: its files (the SQLite file and those beside it, such as
+    its WAL), or every row of its tables (PostgreSQL)."""
+    if not location.startswith("postgresql://"):
+        return [
+            path.read_bytes()
+            for path in db.parent.iterdir()
+            if path.name.startswith(db.name) and path.is_file()
+        ]
+    tables = sql_rows(
+        location, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+    )
+    return [repr(sql_rows(location, f'SELECT * FROM "{table}"')).encode() for (table,) in tables]
 
 
 # -- keys --------------------------------------------------------------------------
@@ -122,23 +140,23 @@ def test_the_keyring_from_the_environment(run: Run, keyring: Path) -> None:
 # -- encrypted queues ---------------------------------------------------------------
 
 
-def test_an_encrypted_queue_round_trip(run: Run, keyring: Path, db: Path) -> None:
+def test_an_encrypted_queue_round_trip(run: Run, keyring: Path, db: Path, location: str) -> None:
     run("--keyring", str(keyring), "keys", "create", "orders")
     created = run("--keyring", str(keyring), "queue", "create", "secure", "--kms-key", "orders")
     assert created.stdout == "created standard queue secure (encrypted with alias/orders)\n"
     shown = run("queue", "show", "secure").stdout
     assert "encryption:" in shown and "alias/orders; each data key is used for 300 s" in shown
     run("--keyring", str(keyring), "send", "secure", "card 4242")
-    files = [path for path in db.parent.iterdir() if path.name.startswith(db.name) and path.is_file()]
-    assert files and not any(b"card 4242" in path.read_bytes() for path in files)  # stored encrypted
+    stored = _stored(location, db)
+    assert stored and not any(b"card 4242" in data for data in stored)  # stored encrypted
     received = run("--keyring", str(keyring), "receive", "secure", "--delete").stdout
     assert "\ncard 4242\n" in received and "deleted 1 of 1 messages" in received
-    with durableq.open(db) as broker:
+    with durableq.open(location) as broker:
         assert broker.get_queue("secure").peek() == []
 
 
 def test_receive_without_the_keyring_is_refused_and_the_message_stays(
-    run: Run, keyring: Path, db: Path
+    run: Run, keyring: Path, location: str
 ) -> None:
     _encrypted_queue(run, keyring)
     sent = json.loads(run("--keyring", str(keyring), "send", "secure", "secret", "--json").stdout)
@@ -152,12 +170,14 @@ def test_receive_without_the_keyring_is_refused_and_the_message_stays(
     )
     assert peeked["encrypted"] is True and peeked["body"] is None
     assert "(encrypted: no key in this keyring)" in run("peek", "secure").stdout
-    with durableq.open(db, keyring=keyring) as broker:  # the right keyring still reads it
+    with durableq.open(location, keyring=keyring) as broker:  # the right keyring still reads it
         [message] = broker.get_queue("secure").receive()
     assert (message.message_id, message.body) == (sent["message_id"], "secret")
 
 
-def test_queue_create_encryption_and_payload_options(run: Run, db: Path, keyring: Path) -> None:
+def test_queue_create_encryption_and_payload_options(
+    run: Run, db: Path, location: str, keyring: Path
+) -> None:
     created = run(
         "--keyring", str(keyring), "queue", "create", "managed", "--sse", "--kms-reuse", "120",
         "--large-payloads", "--json",
@@ -175,7 +195,7 @@ def test_queue_create_encryption_and_payload_options(run: Run, db: Path, keyring
     assert _refused(run, "queue", "create", "odd", "--kms-key", "no spaces").startswith(
         "error: InvalidParameterValue: key alias 'no spaces' is not allowed"
     )
-    with durableq.open(db) as broker:
+    with durableq.open(location, payload_dir=payload_dir(location, db)) as broker:
         assert broker.get_queue("managed").attributes()["large_payloads"] is True
         assert broker.list_queues() == ["managed"]
 
@@ -183,7 +203,9 @@ def test_queue_create_encryption_and_payload_options(run: Run, db: Path, keyring
 # -- large payloads ------------------------------------------------------------------
 
 
-def test_a_large_binary_payload_round_trip(run: Run, db: Path, blob: Path, tmp_path: Path) -> None:
+def test_a_large_binary_payload_round_trip(
+    run: Run, db: Path, location: str, blob: Path, tmp_path: Path
+) -> None:
     created = run("queue", "create", "scans", "--large-payloads")
     assert created.stdout == "created standard queue scans (large payloads)\n"
     sent = run("send", "scans", "--payload", str(blob)).stdout
@@ -199,7 +221,7 @@ def test_a_large_binary_payload_round_trip(run: Run, db: Path, blob: Path, tmp_p
     assert (out / message_id).read_bytes() == blob.read_bytes()
     assert stat.S_IMODE((out / message_id).stat().st_mode) == 0o600
     assert os.listdir(out) == [message_id]  # no partial file left behind
-    with durableq.open(db) as broker:
+    with durableq.open(location, payload_dir=payload_dir(location, db)) as broker:
         assert broker.get_queue("scans").peek() == []
 
 
@@ -264,7 +286,9 @@ def test_delete_waits_for_the_payload_to_be_saved(
     assert not (out / message_id).exists()
 
 
-def test_the_payload_dir_option_and_variable(run: Run, db: Path, blob: Path, tmp_path: Path) -> None:
+def test_the_payload_dir_option_and_variable(
+    run: Run, db: Path, location: str, blob: Path, tmp_path: Path
+) -> None:
     store = tmp_path / "store"
     run("--payload-dir", str(store), "queue", "create", "scans", "--large-payloads")
     assert (
@@ -276,6 +300,13 @@ def test_the_payload_dir_option_and_variable(run: Run, db: Path, blob: Path, tmp
     assert len(stored) == 1 and stored[0].stat().st_size >= PAYLOAD_SIZE
     assert not Path(f"{db}.payloads").exists()
     out = tmp_path / "out"
-    run("receive", "scans", "--save-payloads", str(out), env={"DURABLEQ_PAYLOAD_DIR": str(store)})
+    # Not through `run`, which passes --payload-dir on PostgreSQL: the variable alone names the store.
+    received = CliRunner().invoke(
+        main,
+        ["--db", location, "receive", "scans", "--save-payloads", str(out)],
+        env={"DURABLEQ_PAYLOAD_DIR": str(store)},
+        catch_exceptions=False,
+    )
+    assert received.exit_code == 0, received.output
     [saved] = out.iterdir()
     assert saved.read_bytes() == blob.read_bytes()

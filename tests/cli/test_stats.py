@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import pytest
 from durableq.cli import stats as stats_module
@@ -23,9 +22,9 @@ def _setup(broker: durableq.Broker) -> None:
     broker.create_queue("other")
 
 
-def test_every_queue_by_state_with_rates(run: Run, broker: durableq.Broker, db: Path) -> None:
+def test_every_queue_by_state_with_rates(run: Run, broker: durableq.Broker, location: str) -> None:
     _setup(broker)
-    with durableq.open(db, clock=lambda: time.time() - 125) as earlier:  # a message sent 125 s ago
+    with durableq.open(location, clock=lambda: time.time() - 125) as earlier:  # a message sent 125 s ago
         earlier.get_queue("other").send("old")
     snapshot = json.loads(run("stats", "--json").stdout)
     assert snapshot["window_minutes"] == 5

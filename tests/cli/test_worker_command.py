@@ -115,12 +115,12 @@ def test_a_job_that_goes_to_the_dead_letter_queue_is_logged(
     assert moved.message_id == sent.message_id and moved.dead_letter_source == "jobs"
 
 
-def test_a_stop_on_a_signal_is_logged(db: Path, broker: durableq.Broker, tmp_path: Path) -> None:
+def test_a_stop_on_a_signal_is_logged(location: str, broker: durableq.Broker, tmp_path: Path) -> None:
     log, gate = tmp_path / "jobs.log", tmp_path / "gate"
     queue = broker.create_queue("jobs")
     queue.send(json.dumps({"id": "held", "log": str(log), "until": str(gate)}))
     worker = subprocess.Popen(
-        [_executable(), "--db", str(db), "worker", "jobs", "tests.worker_handlers:record", "--wait", "1"],
+        [_executable(), "--db", location, "worker", "jobs", "tests.worker_handlers:record", "--wait", "1"],
         stderr=subprocess.PIPE,
         text=True,
         cwd=Path(__file__).resolve().parents[2],
@@ -145,7 +145,7 @@ def test_a_stop_on_a_signal_is_logged(db: Path, broker: durableq.Broker, tmp_pat
     assert queue.stats().approximate_number_of_messages == 0
 
 
-def test_worker_processes_log_their_jobs_too(db: Path, broker: durableq.Broker, tmp_path: Path) -> None:
+def test_worker_processes_log_their_jobs_too(location: str, broker: durableq.Broker, tmp_path: Path) -> None:
     import subprocess
     import sys
 
@@ -158,7 +158,7 @@ def test_worker_processes_log_their_jobs_too(db: Path, broker: durableq.Broker, 
         [
             str(durableq_command),
             "--db",
-            str(db),
+            location,
             "worker",
             "jobs",
             "tests.worker_handlers:record",

@@ -41,9 +41,10 @@ class Shell:
     file with queues in it.  Absolute paths in a line are taken inside the folder.
     """
 
-    def __init__(self, folder: Path, sample_db: Path) -> None:
+    def __init__(self, folder: Path, sample_db: Path, replace: dict[str, str] | None = None) -> None:
         self.folder = folder
         self.sample_db = sample_db
+        self.replace = replace or {}  # text of the docs -> what the tests run instead (a database URL)
         self.env: dict[str, str | None] = {"DURABLEQ_DB": None}
         shutil.copytree(ROOT / "examples", folder / "examples", ignore=shutil.ignore_patterns("__pycache__"))
 
@@ -51,6 +52,8 @@ class Shell:
         """Run every line of ``block``; returns what they printed on stdout."""
         printed = []
         for line in block.text.splitlines():
+            for shown, actual in self.replace.items():
+                line = line.replace(shown, actual)
             words = shlex.split(line, comments=True)
             if not words:
                 continue
@@ -72,7 +75,7 @@ class Shell:
 
     def _durableq(self, args: list[str], where: str) -> str:
         named = args[args.index("--db") + 1] if "--db" in args else self.env.get("DURABLEQ_DB")
-        if named and not (self.folder / named).exists():
+        if named and not named.startswith("postgresql://") and not (self.folder / named).exists():
             shutil.copyfile(self.sample_db, self.folder / named)
         with contextlib.chdir(self.folder):
             result = CliRunner().invoke(main, args, env=self.env, catch_exceptions=False)

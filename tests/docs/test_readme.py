@@ -25,8 +25,14 @@ README = ROOT / "README.md"
 BLOCKS = blocks(README)
 #: The endpoint URL the README's examples use; the endpoint test gives them a server's real one.
 ENDPOINT = "http://127.0.0.1:9324"
+#: The PostgreSQL URL the README's examples use; the tests give them a database of their cluster.
+POSTGRES = "postgresql://app@127.0.0.1:5432/queues"
 #: The analytics section's examples run in tests/analytics/test_docs.py (on the file its session writes).
-PYTHON = [b for b in BLOCKS if b.lang == "python" and ENDPOINT not in b.text and b.region != "analytics"]
+PYTHON = [
+    b
+    for b in BLOCKS
+    if b.lang == "python" and ENDPOINT not in b.text and POSTGRES not in b.text and b.region != "analytics"
+]
 BIN = Path(sys.executable).parent
 
 
@@ -93,9 +99,16 @@ def test_the_command_line_session(tmp_path: Path) -> None:
     assert len(bindings) >= 4  # the ids and the receipt handle the session reuses were bound
 
 
+def test_the_postgresql_example(tmp_path: Path, pg_url: str) -> None:
+    [block] = [b for b in BLOCKS if b.lang == "python" and POSTGRES in b.text]
+    printed = _run_python(block, tmp_path, block.text.replace(POSTGRES, pg_url))
+    assert block.output is not None
+    compare(block.output.text, printed, Bindings(), what=f"README {block.label}")
+
+
 @pytest.mark.slow
-def test_the_shell_examples(tmp_path: Path, sample_db: Path) -> None:
-    shell = Shell(tmp_path, sample_db)
+def test_the_shell_examples(tmp_path: Path, sample_db: Path, pg_url: str) -> None:
+    shell = Shell(tmp_path, sample_db, {POSTGRES: pg_url})
     ran = 0
     for block in BLOCKS:
         if block.lang != "sh":

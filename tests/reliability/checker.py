@@ -1,4 +1,5 @@
-"""The invariants, checked on the journals of a run and the database file after each round.
+"""The invariants, checked on the journals of a run and the database (a SQLite file or a
+PostgreSQL database) after each round.
 
 1. Nothing acknowledged is lost: every message a send returned (or a receive
    showed) is stored, or some process tried to delete it with a receipt handle.
@@ -248,10 +249,10 @@ def check_errors(history: History, problems: Problems) -> int:
 # -- 5: stats and counters ----------------------------------------------------------
 
 
-def check_stats(path: Path, stored: Mapping[str, list[store.Row]], problems: Problems) -> None:
-    """stats()' visible + in flight + delayed equals the rows sqlite3 counts, queue by queue."""
+def check_stats(db: store.Location, stored: Mapping[str, list[store.Row]], problems: Problems) -> None:
+    """stats()' visible + in flight + delayed equals the rows read outside the library, queue by queue."""
     per_queue = Counter(row.queue for rows in stored.values() for row in rows)
-    with durableq.open(path) as broker:
+    with durableq.open(db) as broker:
         for name in broker.list_queues():
             stats = broker.get_queue(name).stats()
             total = (
@@ -262,12 +263,12 @@ def check_stats(path: Path, stored: Mapping[str, list[store.Row]], problems: Pro
             if total != per_queue[name]:
                 problems.add(
                     f"STATS: {name!r}: stats() counts {total} messages ({stats}); "
-                    f"the file holds {per_queue[name]}"
+                    f"the database holds {per_queue[name]}"
                 )
 
 
 def check_counters(
-    path: Path,
+    db: store.Location,
     history: History,
     stored: Mapping[str, list[store.Row]],
     queues: Iterable[str],
@@ -275,7 +276,7 @@ def check_counters(
     problems: Problems,
 ) -> None:
     """Exact after a clean run; never above the truth (or its upper bound) when processes were killed."""
-    counts = store.counters(path)
+    counts = store.counters(db)
     rows = [row for group in stored.values() for row in group]
     for queue in queues:
         known = {s.message_id for s in history.stories.values() if s.queue == queue}
@@ -301,17 +302,17 @@ def check_counters(
 
 
 def check_message_history(
-    path: Path, history: History, stored: Mapping[str, list[store.Row]], problems: Problems
+    db: store.Location, history: History, stored: Mapping[str, list[store.Row]], problems: Problems
 ) -> int:
     """Queues with history on: each event exists exactly when its change committed, whatever was
     killed when.  Per message: one ``sent`` first; ``received`` events counting 1, 2, ... n, where
     n is the stored row's receive count; a gone message ends with one ``deleted`` at count n; every
     receive a journal logged has its event.  Returns how many messages were checked."""
-    keeping = store.queues_with_history(path)
+    keeping = store.queues_with_history(db)
     if not keeping:
         return 0
     trails: dict[str, list[store.Event]] = defaultdict(list)
-    for event in store.events(path):
+    for event in store.events(db):
         trails[event.message_id].append(event)
     for message_id, trail in trails.items():
         kinds = [e.event for e in trail]
@@ -346,15 +347,15 @@ def check_message_history(
 # -- putting it together ------------------------------------------------------------
 
 
-def stored_by_id(path: Path) -> dict[str, list[store.Row]]:
+def stored_by_id(db: store.Location) -> dict[str, list[store.Row]]:
     by_id: dict[str, list[store.Row]] = defaultdict(list)
-    for row in store.rows(path):
+    for row in store.rows(db):
         by_id[row.message_id].append(row)
     return by_id
 
 
 def check_file(
-    path: Path,
+    db: store.Location,
     journals: Path,
     *,
     queues: Iterable[str],
@@ -362,7 +363,8 @@ def check_file(
     dead_letters: Mapping[str, str] | None = None,
     where: str = "",
 ) -> Counter[str]:
-    """Every invariant on the file at ``path`` and the journals under ``journals``.
+    """Every invariant on the database at ``db`` (a SQLite file's path or a PostgreSQL URL) and
+    the journals under ``journals``.
 
     Call it when no process is running.  ``queues`` are those the run used
     (counters are checked for them); with ``drained``, consumers ran last
@@ -374,11 +376,11 @@ def check_file(
     dead_letters = dead_letters or {}
     queues = list(queues)
     problems = Problems()
-    verdict = store.integrity(path)
+    verdict = store.integrity(db)
     if verdict != "ok":
         problems.add(f"INTEGRITY: {verdict}")
     history = History(read_journals(journals))
-    stored = stored_by_id(path)
+    stored = stored_by_id(db)
     check_nothing_lost(history, stored, problems)
     check_deleted_stay_deleted(history, stored, problems)
     check_one_holder(history, problems)
@@ -386,13 +388,13 @@ def check_file(
     check_no_phantoms(history, stored, dead_letters, problems)
     check_batches_whole(history, stored, problems)
     late = check_errors(history, problems)
-    check_stats(path, stored, problems)
-    check_counters(path, history, stored, queues, dead_letters, problems)
-    with_history = check_message_history(path, history, stored, problems)
+    check_stats(db, stored, problems)
+    check_counters(db, history, stored, queues, dead_letters, problems)
+    with_history = check_message_history(db, history, stored, problems)
     if drained:
         check_all_delivered(history, stored, queues, problems)
         check_fifo_order(history, problems)
-    problems.raise_if_any(where or str(path))
+    problems.raise_if_any(where or str(db))
     figures = Counter(
         messages=len(history.stories),
         operations=history.operations,

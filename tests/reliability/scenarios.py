@@ -1,9 +1,13 @@
-"""Runs of real processes on one file, checked after every round.
+"""Runs of real processes on one database, checked after every round.
 
 The tests run them briefly; ``python -m tests.reliability.stress`` runs them
 again and again for hours.  Each returns its figures (kills, messages
 checked, ...) and raises AssertionError on the first round that breaks an
 invariant.
+
+A run's database is a SQLite file in its folder unless ``db`` names another
+location: a SQLite path or a ``postgresql://`` URL (of a database migrated to
+head, holding no queues), which the role processes open as they would a file.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ GROUPS = [f"g{i}" for i in range(5)]
 VISIBILITY = 2
 
 
-def create_queues(db: Path, **extra: Any) -> None:
+def create_queues(db: store.Location, **extra: Any) -> None:
     with durableq.open(db) as broker:
         broker.create_queue(STANDARD, visibility_timeout=VISIBILITY, **extra)
         broker.create_queue(
@@ -36,10 +40,10 @@ def create_queues(db: Path, **extra: Any) -> None:
         )
 
 
-def _drain(fleet: Fleet, db: Path, queues: list[str], **config: Any) -> None:
+def _drain(fleet: Fleet, db: str, queues: list[str], **config: Any) -> None:
     """Consumers, never killed, until the queues are empty."""
     for name in queues:
-        fleet.add(f"drain-{name}", role="consumer", db=str(db), queue=name, drain=True, **config)
+        fleet.add(f"drain-{name}", role="consumer", db=db, queue=name, drain=True, **config)
     fleet.wait_all(timeout=300)
     fleet.raise_failures()
 
@@ -66,25 +70,30 @@ def _rounds(
 
 
 def crash_run(
-    folder: Path, rng: random.Random, rounds: int, seconds: float, every: tuple[float, float]
+    folder: Path,
+    rng: random.Random,
+    rounds: int,
+    seconds: float,
+    every: tuple[float, float],
+    db: str | None = None,
 ) -> Counter[str]:
     """Producers, consumers and workers on a standard and a FIFO queue, SIGKILLed at random
     (with message history on: its events must match what committed)."""
-    db = folder / "crash.db"
+    db = db or str(folder / "crash.db")
     create_queues(db, history=True)
     with Fleet(folder / "journals", rng) as fleet:
         for name, groups in ((STANDARD, None), (FIFO, GROUPS)):
             fleet.add(
                 f"producer-{name}",
                 role="producer",
-                db=str(db),
+                db=db,
                 queues=[{"name": name, "groups": groups}],
                 delay_share=0.1,
                 batch_share=0.5,
                 pause=(0.0, 0.01),
             )
-            fleet.add(f"consumer-{name}", role="consumer", db=str(db), queue=name)
-            fleet.add(f"worker-{name}", role="worker", db=str(db), queue=name, concurrency=2)
+            fleet.add(f"consumer-{name}", role="consumer", db=db, queue=name)
+            fleet.add(f"worker-{name}", role="worker", db=db, queue=name, concurrency=2)
         queues = [STANDARD, FIFO]
 
         def check(where: str) -> Counter[str]:
@@ -107,10 +116,12 @@ def _final(figures: Counter[str], last: Counter[str], fleet: Fleet) -> Counter[s
     return figures
 
 
-def concurrency_run(folder: Path, rng: random.Random, seconds: float, processes: int = 4) -> Counter[str]:
+def concurrency_run(
+    folder: Path, rng: random.Random, seconds: float, processes: int = 4, db: str | None = None
+) -> Counter[str]:
     """``processes`` processes each sending and receiving on both queues, no kills: counters exact
     (and message history, on, exact too)."""
-    db = folder / "busy.db"
+    db = db or str(folder / "busy.db")
     create_queues(db, history=True)
     with Fleet(folder / "journals", rng) as fleet:
         until = time.time() + seconds
@@ -124,7 +135,7 @@ def concurrency_run(folder: Path, rng: random.Random, seconds: float, processes:
                 f"mixed-{number}",
                 role="mixed",
                 **shared,
-                db=str(db),
+                db=db,
                 queues=queues,
                 until=until,
                 vt=30,
@@ -141,10 +152,15 @@ def concurrency_run(folder: Path, rng: random.Random, seconds: float, processes:
 
 
 def dead_letter_run(
-    folder: Path, rng: random.Random, rounds: int, seconds: float, every: tuple[float, float]
+    folder: Path,
+    rng: random.Random,
+    rounds: int,
+    seconds: float,
+    every: tuple[float, float],
+    db: str | None = None,
 ) -> Counter[str]:
     """Consumers that never delete, killed at random, on queues that dead-letter after 1-2 receives."""
-    db = folder / "dead.db"
+    db = db or str(folder / "dead.db")
     dead_letters = {"dl": "dl-dlq", "dl.fifo": "dl-dlq.fifo"}
     with durableq.open(db) as broker:
         for source, target in dead_letters.items():
@@ -162,7 +178,7 @@ def dead_letter_run(
         fleet.add(
             "producer",
             role="producer",
-            db=str(db),
+            db=db,
             pause=(0.0, 0.05),
             vt=1,
             queues=[{"name": "dl", "groups": None}, {"name": "dl.fifo", "groups": GROUPS}],
@@ -172,7 +188,7 @@ def dead_letter_run(
                 fleet.add(
                     f"consumer-{source}-{number}",
                     role="consumer",
-                    db=str(db),
+                    db=db,
                     queue=source,
                     vt=1,
                     delete_share=0.0,

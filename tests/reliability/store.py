@@ -1,8 +1,11 @@
-"""What the database file holds, read with raw sqlite3 in read-only mode.
+"""What the database holds, read outside the library: a SQLite file with raw sqlite3 in
+read-only mode, a PostgreSQL database (a ``postgresql://`` URL) with a plain psycopg connection
+in read-only transactions.
 
 The checker compares the journals with these rows rather than with what the
 library says, so a library bug cannot hide itself; ``stats()`` is then
-compared with the same rows.
+compared with the same rows.  The statements are written once, in SQLite's
+SQL; on PostgreSQL they run as :func:`durableq.engines.postgres.spell` spells them.
 """
 
 from __future__ import annotations
@@ -14,6 +17,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
+
+from durableq.engines.location import postgres_url
+
+#: Where a run's data lives: a SQLite file's path, or a PostgreSQL URL.
+Location = str | Path
 
 # queue_metrics columns, in the order the checker reports them.
 COUNTER_COLUMNS = ("sent", "received", "deleted", "moved_to_dead_letter", "expired", "empty_receives")
@@ -31,27 +40,80 @@ def copy_database(source: Path, target: Path) -> None:
             shutil.copyfile(part, target.with_name(target.name + suffix))
 
 
-def connect_read_only(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+def on_postgres(location: Location) -> bool:
+    """Does ``location`` name a PostgreSQL database (rather than a SQLite file)?"""
+    return isinstance(location, str) and postgres_url(location)
+
+
+class Reader(Protocol):
+    """What the functions here use of a connection: sqlite3's ``execute`` (SQLite's SQL) and ``close``."""
+
+    def execute(self, statement: str, params: Any = ..., /) -> Any: ...
+
+    def close(self) -> None: ...
+
+
+class _Spelled:
+    """A psycopg connection whose ``execute`` takes SQLite's SQL (``?`` or ``:name`` parameters)."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def execute(self, statement: str, params: Any = ()) -> Any:
+        from durableq.engines.postgres import spell
+
+        return self.raw.execute(spell(statement), params)
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+def connect_read_only(location: Location) -> Reader:
+    if on_postgres(location):
+        import psycopg
+
+        # Autocommit: each statement is its own transaction, read-only like SQLite's mode=ro.
+        raw = psycopg.connect(
+            str(location), autocommit=True, connect_timeout=30, options="-c default_transaction_read_only=on"
+        )
+        return _Spelled(raw)
+    return sqlite3.connect(f"file:{location}?mode=ro", uri=True, timeout=30)
 
 
 @contextmanager
-def reading(path: Path) -> Iterator[sqlite3.Connection]:
+def reading(location: Location) -> Iterator[Reader]:
     """A read-only connection, closed afterwards (``with sqlite3.connect()`` would only commit)."""
-    conn = connect_read_only(path)
+    conn = connect_read_only(location)
     try:
         yield conn
     finally:
         conn.close()
 
 
-def integrity(path: Path, *, writable: bool = False) -> str:
-    """``PRAGMA integrity_check``'s verdict: ``"ok"`` or the problems it found.
+#: PostgreSQL has no counterpart of ``PRAGMA integrity_check`` (amcheck is an extension, not
+#: installed in these databases).  There, a trivial consistency query stands in: it reads every
+#: message, event and counter row and finds none whose queue is gone (each goes with its queue).
+_ORPHANS = (
+    "SELECT (SELECT count(*) FROM messages WHERE queue_id NOT IN (SELECT id FROM queues)), "
+    "(SELECT count(*) FROM message_events WHERE queue_id NOT IN (SELECT id FROM queues)), "
+    "(SELECT count(*) FROM queue_metrics WHERE queue_id NOT IN (SELECT id FROM queues))"
+)
+
+
+def integrity(location: Location, *, writable: bool = False) -> str:
+    """``PRAGMA integrity_check``'s verdict: ``"ok"`` or the problems it found (on PostgreSQL: the
+    verdict of the consistency query above).
 
     ``writable`` opens the file as a process after a crash would: free to
-    recover the WAL into a fresh shared-memory index.
+    recover the WAL into a fresh shared-memory index (SQLite only).
     """
-    conn = sqlite3.connect(path, timeout=30) if writable else connect_read_only(path)
+    if on_postgres(location):
+        with reading(location) as reader:
+            found = reader.execute(_ORPHANS).fetchone()
+        kinds = ("message", "event", "counter")
+        orphans = [f"{n} {kind} rows of no queue" for n, kind in zip(found, kinds) if n]
+        return "; ".join(orphans) or "ok"
+    conn = sqlite3.connect(location, timeout=30) if writable else connect_read_only(location)
     try:
         return "; ".join(row[0] for row in conn.execute("PRAGMA integrity_check"))
     finally:
@@ -69,9 +131,9 @@ class Row:
     dead_letter_source: str | None
 
 
-def rows(path: Path) -> list[Row]:
-    """Every message row of the file, with its queue's name."""
-    with reading(path) as conn:
+def rows(location: Location) -> list[Row]:
+    """Every message row of the database, with its queue's name."""
+    with reading(location) as conn:
         return [
             Row(*row)
             for row in conn.execute(
@@ -89,14 +151,14 @@ class Event:
     receive_count: int
 
 
-def queues_with_history(path: Path) -> set[str]:
-    with reading(path) as conn:
+def queues_with_history(location: Location) -> set[str]:
+    with reading(location) as conn:
         return {name for (name,) in conn.execute("SELECT name FROM queues WHERE history")}
 
 
-def events(path: Path) -> list[Event]:
-    """Every message event of the file (message history), oldest first, with its queue's name."""
-    with reading(path) as conn:
+def events(location: Location) -> list[Event]:
+    """Every message event of the database (message history), oldest first, with its queue's name."""
+    with reading(location) as conn:
         return [
             Event(*row)
             for row in conn.execute(
@@ -106,26 +168,36 @@ def events(path: Path) -> list[Event]:
         ]
 
 
-def counters(path: Path) -> dict[str, Counter[str]]:
+def counters(location: Location) -> dict[str, Counter[str]]:
     """The per-minute counters of every queue, summed over all minutes."""
     totals: dict[str, Counter[str]] = {}
-    with reading(path) as conn:
+    with reading(location) as conn:
         sums = ", ".join(f"sum(m.{c})" for c in COUNTER_COLUMNS)
         query = (
             f"SELECT q.name, {sums} FROM queues q LEFT JOIN queue_metrics m ON m.queue_id = q.id "
             "GROUP BY q.name"
         )
         for name, *values in conn.execute(query):
-            totals[name] = Counter({c: v or 0 for c, v in zip(COUNTER_COLUMNS, values)})
+            # int(): PostgreSQL's sum() of bigints is numeric.
+            totals[name] = Counter({c: int(v or 0) for c, v in zip(COUNTER_COLUMNS, values)})
     return totals
 
 
-def revision(path: Path) -> str | None:
-    with reading(path) as conn:
-        row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+def revision(location: Location) -> str | None:
+    table = "alembic_version"
+    if str(location).startswith("postgresql://"):
+        from durableq.engines.postgres import VERSION_TABLE as table
+    with reading(location) as conn:
+        row = conn.execute(f"SELECT version_num FROM {table}").fetchone()
     return None if row is None else row[0]
 
 
-def columns(path: Path, table: str) -> list[str]:
-    with reading(path) as conn:
+def columns(location: Location, table: str) -> list[str]:
+    with reading(location) as conn:
+        if on_postgres(location):
+            query = (
+                "SELECT column_name FROM information_schema.columns "
+                "WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position"
+            )
+            return [name for (name,) in conn.execute(query, (table,))]
         return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]

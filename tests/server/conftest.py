@@ -14,6 +14,9 @@ import boto3
 import pytest
 from botocore.config import Config
 
+from .. import pgcluster
+from ..conftest import ENGINES
+
 REGION = "us-east-1"
 ACCOUNT = "000000000000"
 KEY_ID, SECRET = "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
@@ -23,7 +26,7 @@ _names = itertools.count()
 class ServerProcess:
     """``python -m durableq.server`` on port 0; the URL is the one it prints."""
 
-    def __init__(self, db: Path, *args: str, command: list[str] | None = None) -> None:
+    def __init__(self, db: Path | str, *args: str, command: list[str] | None = None) -> None:
         argv = command or [sys.executable, "-m", "durableq.server", "--db", str(db)]
         self.db = db
         self.process = subprocess.Popen(
@@ -72,10 +75,22 @@ def client(
     )
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    with ServerProcess(tmp_path_factory.mktemp("server") / "queues.db") as running:
-        yield running
+@pytest.fixture(scope="module", params=ENGINES)
+def server(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[ServerProcess]:
+    """The endpoint of a module's tests: once on a SQLite file, once on a PostgreSQL database."""
+    if request.param == "sqlite":
+        with ServerProcess(tmp_path_factory.mktemp("server") / "queues.db") as running:
+            yield running
+        return
+    cluster: pgcluster.Cluster = request.getfixturevalue("pg_cluster")
+    name = pgcluster.create_database(cluster, template=request.getfixturevalue("pg_template"))
+    try:
+        with ServerProcess(cluster.url(name)) as running:
+            yield running
+    finally:
+        pgcluster.drop_database(cluster, name)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,509 @@
+"""The PostgreSQL engine: connections to a server many hosts share, transactions, notification.
+
+The operations' statements are written once, in SQLite's spelling; :func:`spell` turns each into
+PostgreSQL's once (cached): the parameter style, and the fragments of :mod:`.sql` that differ.
+
+Concurrency.  SQLite lets one writer in at a time, and every rule of the operations was written
+against that.  Here:
+
+- one-statement writes (:meth:`Database.change`: a standard send, a claim, a delete, a visibility
+  change) run side by side; each takes a *shared* advisory lock for its transaction, and the
+  claims pass over rows another claim holds (``FOR UPDATE SKIP LOCKED``);
+- writes of several statements (:meth:`Database.write`: FIFO sends and receives, batches, queue
+  changes, moves) take the same lock *exclusively*: they run alone, as on SQLite, so what they read
+  stays true until they commit;
+- reads run without either (a read transaction is one ``REPEATABLE READ`` snapshot).
+
+Long polls wake by ``LISTEN``/``NOTIFY``: a transaction that changed rows sends ``NOTIFY`` with its
+commit, so a waiter on any host learns of it when the commit does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import threading
+import weakref
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from decimal import Decimal
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg import errors as pgerrors
+from psycopg.adapt import Loader
+from psycopg.pq import TransactionStatus
+
+from ..errors import (
+    BrokerClosed,
+    DatabaseError,
+    DatabaseFull,
+    DatabaseLocked,
+    DatabaseReadOnly,
+    InvalidParameterValue,
+    UnsupportedOperation,
+)
+from . import sql, watch
+from .base import Cursor, Params
+from .group import GroupStats
+from .location import redacted
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+log = logging.getLogger(__name__)
+
+#: The advisory lock of durableq's writers (shared: one-statement writes; exclusive: the others).
+_WRITERS = 0x6475_7261_626C  # "durabl"
+#: The advisory lock of a migration (one process migrates a database at a time).
+_MIGRATION = _WRITERS + 1
+#: The channel of change notifications.
+CHANNEL = "durableq"
+#: alembic's revision table: a name of durableq's own, as the database may hold other applications'
+#: tables, their own ``alembic_version`` among them.
+VERSION_TABLE = "durableq_version"
+
+_SYNCHRONOUS = {"full": "on", "normal": "off"}
+
+
+# -- spelling SQLite's statements in PostgreSQL's SQL -------------------------------------------
+
+_PARAM = re.compile(r"'(?:[^']|'')*'|--[^\n]*|/\*.*?\*/|::|:([A-Za-z_]\w*)|\?|%", re.S)
+
+#: The fragments of :mod:`.sql` (SQLite's spelling) and PostgreSQL's spelling of each.
+_SPELLINGS: list[tuple[re.Pattern[str], str]] = [
+    (
+        re.compile(re.escape(sql.in_ids(":P")).replace(":P", r":(\w+)")),
+        r"(SELECT CAST(value AS bigint) FROM json_array_elements_text(CAST(:\1 AS json)))",
+    ),
+    (
+        re.compile(re.escape(sql.in_texts(":P")).replace(":P", r":(\w+)")),
+        r"(SELECT value FROM json_array_elements_text(CAST(:\1 AS json)))",
+    ),
+    (re.compile(re.escape(sql.SKIP_LOCKED)), "FOR UPDATE SKIP LOCKED"),
+    (
+        re.compile(re.escape(sql.NEW_HANDLE)),
+        f"format('%s.%s.%s.%s', queue_id, id, secret, {sql.RANDOM_HEX_PG})",
+    ),
+    (
+        re.compile(re.escape(sql.catalog_bump(7)).replace("7", r"(\d+)")),
+        r"UPDATE durableq_catalog SET version = \1",
+    ),
+    (re.compile(re.escape(sql.CATALOG_VERSION)), "SELECT version FROM durableq_catalog"),
+    # SQLite's planner hint (PostgreSQL plans on its own).
+    (re.compile(r"\bINDEXED BY \w+"), ""),
+]
+
+
+@lru_cache(maxsize=1024)
+def spell(statement: str) -> str:
+    """``statement`` (SQLite's SQL, ``:name`` or ``?`` parameters) in PostgreSQL's SQL for psycopg."""
+    for pattern, replacement in _SPELLINGS:
+        statement = pattern.sub(replacement, statement)
+
+    def placeholder(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if match.group(1) is not None:
+            return f"%({match.group(1)})s"
+        if token == "?":
+            return "%s"
+        if token == "%":
+            return "%%"
+        return token.replace("%", "%%")  # a string literal, a comment or a cast, as it is
+
+    return _PARAM.sub(placeholder, statement)
+
+
+_WRITES = ("INSERT", "UPDATE", "DELETE")
+
+
+class _NumericLoader(Loader):
+    """``sum()`` of integers is ``numeric`` in PostgreSQL: hand back an int, as SQLite does."""
+
+    def load(self, data: Any) -> int | float:
+        value = Decimal(bytes(data).decode())
+        return int(value) if value == value.to_integral_value() else float(value)
+
+
+def translate(exc: psycopg.Error, location: str, busy_timeout: float) -> DatabaseError:
+    """The durableq error for a driver error (raise it ``from exc``)."""
+    where = redacted(location)
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, (pgerrors.LockNotAvailable, pgerrors.DeadlockDetected, pgerrors.SerializationFailure)):
+        return DatabaseLocked(
+            f"{where}: a lock stayed taken by another connection for more than {busy_timeout:g} s, "
+            f"or two writes crossed ({text}); retry, or raise busy_timeout"
+        )
+    if isinstance(exc, (pgerrors.DiskFull, pgerrors.InsufficientResources)):
+        return DatabaseFull(f"{where}: the server is out of room ({text}); nothing was written")
+    if isinstance(exc, (pgerrors.ReadOnlySqlTransaction, pgerrors.InsufficientPrivilege)):
+        return DatabaseReadOnly(f"{where} cannot be written: {text}")
+    if isinstance(exc, psycopg.OperationalError):
+        return DatabaseError(f"{where}: cannot reach the database ({text}); the operation was not done")
+    return DatabaseError(f"{where}: {text}")
+
+
+def _unstorable(exc: Exception) -> InvalidParameterValue:
+    return InvalidParameterValue(f"an argument holds text that cannot be stored in PostgreSQL: {exc}")
+
+
+def _refused(exc: psycopg.Error) -> bool:
+    """Is ``exc`` psycopg refusing an argument before sending it (text with a NUL character, which
+    PostgreSQL's text cannot hold, though SQLite's can): the caller's mistake, not the database's?"""
+    return isinstance(exc, psycopg.DataError) and exc.sqlstate is None
+
+
+class Connection:
+    """One server connection with the interface the operations use (that of ``sqlite3.Connection``):
+    statements in SQLite's spelling, translated errors, and a count of changed rows."""
+
+    __slots__ = ("_db", "changes", "raw")
+
+    def __init__(self, raw: psycopg.Connection[Any], db: Database) -> None:
+        self.raw = raw
+        self._db = db
+        self.changes = 0
+
+    def execute(self, statement: str, parameters: Params = (), /) -> Cursor:
+        cursor = self.raw.cursor()
+        try:
+            cursor.execute(spell(statement), parameters or None)
+        except psycopg.Error as exc:
+            if _refused(exc):
+                raise _unstorable(exc) from None
+            raise self._db.translated(exc) from exc
+        except (UnicodeEncodeError, ValueError) as exc:
+            raise _unstorable(exc) from None
+        if cursor.rowcount > 0 and statement.lstrip().upper().startswith(_WRITES):
+            self.changes += cursor.rowcount
+        return cursor
+
+    def executemany(self, statement: str, parameters: Any, /) -> Cursor:
+        cursor = self.raw.cursor()
+        try:
+            cursor.executemany(spell(statement), parameters)
+        except psycopg.Error as exc:
+            if _refused(exc):
+                raise _unstorable(exc) from None
+            raise self._db.translated(exc) from exc
+        except (UnicodeEncodeError, ValueError) as exc:
+            raise _unstorable(exc) from None
+        if cursor.rowcount > 0 and statement.lstrip().upper().startswith(_WRITES):
+            self.changes += cursor.rowcount
+        return cursor
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.raw.info.transaction_status != TransactionStatus.IDLE
+
+    def run(self, command: str) -> None:
+        """A statement of the engine's own (no parameters; several may be joined by ``;``)."""
+        try:
+            self.raw.execute(command)
+        except psycopg.Error as exc:
+            raise self._db.translated(exc) from exc
+
+    def rollback(self) -> None:
+        if self.raw.closed or not self.in_transaction:
+            return
+        try:
+            self.raw.execute("ROLLBACK")
+        except psycopg.Error:  # the connection broke: the server rolled back
+            log.debug("rollback failed", exc_info=True)
+
+    def close(self) -> None:
+        try:
+            self.raw.close()
+        except psycopg.Error:  # pragma: no cover - closing is best effort
+            log.debug("closing a connection failed", exc_info=True)
+
+
+class Database:
+    """One PostgreSQL database: configured connections (one per thread) and transactions."""
+
+    def __init__(self, url: str, *, durability: str, busy_timeout: float) -> None:
+        self.location = url
+        self.name = redacted(url)
+        self.durability = durability
+        self.busy_timeout = busy_timeout
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._connections: list[Connection] = []
+        self._closed = False
+        self._watch: watch.Watcher | None = None
+        self._watch_key: object | None = None
+        _open_databases.add(self)
+
+    def __repr__(self) -> str:
+        return f"<postgres.Database {self.name!r}>"
+
+    # -- connections -----------------------------------------------------------------------
+
+    def raw_connect(self, *, autocommit: bool = True) -> psycopg.Connection[Any]:
+        """A new driver connection with durableq's settings."""
+        url = self.location.replace("postgresql+psycopg://", "postgresql://", 1)
+        try:
+            raw = psycopg.connect(
+                url,
+                autocommit=autocommit,
+                cursor_factory=psycopg.Cursor,
+                connect_timeout=max(1, round(self.busy_timeout)),
+                application_name="durableq",
+            )
+            _raw_connections.add(raw)
+            raw.adapters.register_loader("numeric", _NumericLoader)
+            raw.execute(
+                f"SET synchronous_commit = {_SYNCHRONOUS[self.durability]}; "
+                f"SET lock_timeout = {max(1, round(self.busy_timeout * 1000))}; "
+                "SET TIME ZONE 'UTC'"
+            )
+        except psycopg.Error as exc:
+            raise translate(exc, self.location, self.busy_timeout) from exc
+        return raw
+
+    def connect(self) -> Connection:
+        return Connection(self.raw_connect(), self)
+
+    @property
+    def conn(self) -> Connection:
+        """This thread's connection, opened on first use (and again if the server dropped it)."""
+        if self._closed:
+            raise BrokerClosed(f"{self.name}: the broker is closed")
+        conn: Connection | None = getattr(self._local, "conn", None)
+        if conn is not None and not (conn.raw.closed or conn.raw.broken):
+            return conn
+        if conn is not None:
+            self._release(conn)
+        conn = self.connect()
+        self._local.conn = conn
+        self._local.slot = slot = _Slot()
+        weakref.finalize(slot, self._release, conn)
+        with self._lock:
+            self._connections.append(conn)
+        return conn
+
+    def _release(self, conn: Connection) -> None:
+        with self._lock:
+            if conn not in self._connections:
+                return
+            self._connections.remove(conn)
+        conn.close()
+
+    def _forget_connections(self) -> None:
+        # A forked child must not use its parent's sockets: drop them unclosed.
+        self._local = threading.local()
+        self._connections = []
+        self._lock = threading.Lock()
+        self._watch = self._watch_key = None
+
+    def is_driver_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, psycopg.Error)
+
+    def translated(self, exc: Exception) -> DatabaseError:
+        assert isinstance(exc, psycopg.Error)
+        return translate(exc, self.location, self.busy_timeout)
+
+    # -- transactions ----------------------------------------------------------------------
+
+    def write(self) -> AbstractContextManager[Connection]:
+        """A write transaction that runs alone: the writers' lock, exclusively (as SQLite's
+        ``BEGIN IMMEDIATE``)."""
+        return self._transaction(f"BEGIN; SELECT pg_advisory_xact_lock({_WRITERS})")
+
+    def change(self) -> AbstractContextManager[Connection]:
+        """A write of one statement (or a few, in ``together``): the writers' lock, shared."""
+        return self._transaction(f"BEGIN; SELECT pg_advisory_xact_lock_shared({_WRITERS})")
+
+    def read(self) -> AbstractContextManager[Connection]:
+        """A read transaction: one ``REPEATABLE READ`` snapshot."""
+        return self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+
+    @contextmanager
+    def statement(self) -> Iterator[Connection]:
+        """This thread's connection for reads of one statement (autocommit)."""
+        yield self.conn
+
+    @contextmanager
+    def _transaction(self, begin: str) -> Iterator[Connection]:
+        conn = self.conn
+        changes = conn.changes
+        conn.run(begin)
+        try:
+            yield conn
+            changed = conn.changes != changes
+            conn.run(f"NOTIFY {CHANNEL}; COMMIT" if changed else "COMMIT")
+        except BaseException:
+            conn.rollback()
+            raise
+        if changed and self._watch is not None:
+            self._watch.committed()
+
+    @property
+    def waiting(self) -> int:
+        return 0  # no group commit: PostgreSQL commits concurrent transactions side by side
+
+    @property
+    def group_stats(self) -> GroupStats:
+        return GroupStats()
+
+    # -- notification ----------------------------------------------------------------------
+
+    def watcher(self) -> watch.Watcher:
+        """The change watcher of this database (one per process and database)."""
+        with self._lock:
+            if self._watch is None:
+                if self._closed:
+                    raise BrokerClosed(f"{self.name}: the broker is closed")
+                self._watch_key, self._watch = watch.acquire(
+                    ("postgresql", self.location),
+                    self.name,
+                    lambda: _ListenSource(self),
+                    lambda: _Probe(self),
+                )
+            return self._watch
+
+    def close(self) -> None:
+        self._closed = True
+        with self._lock:
+            key, self._watch, self._watch_key = self._watch_key, None, None
+            connections, self._connections = self._connections, []
+        if key is not None:
+            watch.release(key)
+        for conn in connections:
+            conn.close()
+        self._local = threading.local()
+
+    # -- migrations ------------------------------------------------------------------------
+
+    version_table = VERSION_TABLE
+
+    def migration_engine(self) -> Engine:
+        """A SQLAlchemy engine for alembic, on connections of this database's settings."""
+        from sqlalchemy import create_engine
+        from sqlalchemy.pool import NullPool
+
+        return create_engine(
+            "postgresql+psycopg://", creator=lambda: self.raw_connect(autocommit=False), poolclass=NullPool
+        )
+
+    def revision(self) -> str | None:
+        """The alembic revision of the database (None: durableq never migrated it)."""
+        with self.statement() as conn:
+            (table,) = conn.execute(f"SELECT to_regclass('{VERSION_TABLE}')").fetchone()
+            if table is None:
+                return None
+            row = conn.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchone()
+        return row[0] if row else None
+
+    @contextmanager
+    def migration_lock(self) -> Iterator[None]:
+        """Only one process migrates the database at a time (a session advisory lock)."""
+        conn = self.connect()
+        try:
+            conn.run(f"SET lock_timeout = {max(1, round(self.busy_timeout * 1000))}")
+            conn.run(f"SELECT pg_advisory_lock({_MIGRATION})")
+            yield
+        finally:
+            conn.close()  # ends the session, and its lock
+
+    def prepare_migration(self) -> None:
+        """Nothing to prepare: a PostgreSQL database needs no file settings."""
+
+    def backup(self, dest: Path, file_mode: int) -> None:
+        raise UnsupportedOperation(
+            f"{self.name}: backup() copies a SQLite file; back a PostgreSQL database up with pg_dump "
+            "or the server's own backups"
+        )
+
+
+_open_databases: weakref.WeakSet[Database] = weakref.WeakSet()
+#: Every driver connection this process opened (the watcher's too), for the fork handler below.
+_raw_connections: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
+#: A forked child's copies of its parent's connections: kept, never closed (see below).
+_inherited: list[psycopg.Connection[Any]] = []
+
+
+def _after_fork_in_child() -> None:
+    # A forked child shares its parent's sockets.  Closing its copy of a connection (as collecting
+    # it would) sends the server a Terminate message and ends the PARENT's session.  So the child
+    # points each copied socket at /dev/null and keeps the objects: whatever libpq writes on them
+    # later goes nowhere, and the parent's connections live on.
+    null = os.open(os.devnull, os.O_RDWR)
+    try:
+        for raw in list(_raw_connections):
+            with contextlib.suppress(psycopg.Error, OSError):
+                if not raw.closed:
+                    os.dup2(null, raw.fileno())
+            _inherited.append(raw)
+    finally:
+        os.close(null)
+    for db in list(_open_databases):
+        db._forget_connections()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class _Slot:
+    """Lives exactly as long as one thread's local data (the target of a finalizer)."""
+
+    __slots__ = ("__weakref__",)
+
+
+class _ListenSource:
+    """The watcher's change source: a connection that ``LISTEN``s; readable at every ``NOTIFY``."""
+
+    interval = 1.0
+
+    def __init__(self, db: Database) -> None:
+        self._raw = db.raw_connect()
+        self._raw.execute(f"LISTEN {CHANNEL}")
+        self.fileno: int | None = self._raw.fileno()
+
+    def read(self) -> watch.News:
+        if self.fileno is None:
+            return watch.News.NOTHING  # broken earlier: the watcher's periodic probe stands in
+        pgconn = self._raw.pgconn
+        try:
+            pgconn.consume_input()
+        except psycopg.Error:
+            # The server went away: stop listening (waiters fall back on the watcher's periodic
+            # probe and on their deadlines) rather than read a dead socket in a loop.
+            log.warning("the change notification connection broke; long polls fall back on polling")
+            self.fileno = None
+            return watch.News.MAYBE
+        news = watch.News.NOTHING
+        while pgconn.notifies() is not None:
+            news = watch.News.COMMITTED
+        return news
+
+    def close(self) -> None:
+        try:
+            self._raw.close()
+        except psycopg.Error:  # pragma: no cover - closing is best effort
+            log.debug("closing the listener failed", exc_info=True)
+
+
+class _Probe:
+    """The watcher's probe: the next transaction id, which moves whenever anything is written."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._raw = db.raw_connect()
+
+    def __call__(self) -> int:
+        if self._raw.closed or self._raw.broken:
+            self._raw = self._db.raw_connect()
+        row = self._raw.execute("SELECT CAST(pg_snapshot_xmax(pg_current_snapshot()) AS text)").fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def close(self) -> None:
+        try:
+            self._raw.close()
+        except psycopg.Error:  # pragma: no cover - closing is best effort
+            log.debug("closing the probe failed", exc_info=True)

@@ -14,6 +14,8 @@ from durableq.ops import fifo, history, relocation, visibility
 
 PARAMS = {
     "ids": "[1, 2]",
+    "rows": "[1, 2]",
+    "keys": '["1.0123456789abcdef", "2.0123456789abcdef"]',
     "source_id": 1,
     "target_id": 2,
     "queue_id": 1,

@@ -12,7 +12,7 @@ import click
 
 from durableq import limits
 
-from .base import CommandFailed, existing_db_file
+from .base import CommandFailed, existing_db_location
 from .output import emit, json_option, table
 from .parsing import UTC_TIME
 
@@ -49,7 +49,7 @@ def spark_options(command: F) -> F:
             "under spark-submit, spark-submit's master is used.",
         ),
         click.option(
-            "--jar", type=click.Path(dir_okay=False, path_type=Path), help="The SQLite JDBC driver jar."
+            "--jar", type=click.Path(dir_okay=False, path_type=Path), help="The JDBC driver jar (SQLite's; PostgreSQL's for a postgresql:// database)."
         ),
         click.option(
             "--snapshot-dir",
@@ -112,7 +112,7 @@ def analyze(
     and from message history send-to-delete latency, processing time and
     retries (for QUEUE, or every queue).
 
-    Needs `pip install 'durableq[spark]'`, Java and the SQLite JDBC driver.
+    Needs `pip install 'durableq[spark]'`, Java and the JDBC driver (SQLite's, or PostgreSQL's).
 
     \b
       durableq analyze
@@ -122,7 +122,7 @@ def analyze(
       durableq analyze --master spark://host:7077 --snapshot-dir /shared/snapshots
     """
     result = _analytics().run_report(
-        existing_db_file("Spark analytics"),
+        existing_db_location(),
         REPORTS[report],
         queue=queue,
         master=master,
@@ -199,7 +199,7 @@ def export(
                 f"--incremental exports everything after its checkpoint; leave out {', '.join(refused)}",
             )
         rows = _analytics().export_events(
-            existing_db_file("Spark analytics"),
+            existing_db_location(),
             directory,
             master=master,
             jar=jar,
@@ -210,7 +210,7 @@ def export(
         emit(as_json, rows, lambda: table(columns, [[r[c] for c in columns] for r in rows]))
         return
     written = _analytics().export_parquet(
-        existing_db_file("Spark analytics"),
+        existing_db_location(),
         directory,
         overwrite=overwrite,
         master=master,

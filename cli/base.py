@@ -158,17 +158,6 @@ def existing_db_location() -> str:
     return location
 
 
-def existing_db_file(what: str) -> Path:
-    """The database file, for commands that read a SQLite file as such (``what`` they do)."""
-    location = existing_db_location()
-    if postgres_url(location):
-        raise CommandFailed(
-            durableq.UnsupportedOperation.code,
-            f"{what} reads a SQLite database file; it does not work on a PostgreSQL database yet",
-        )
-    return Path(location)
-
-
 def open_broker(*, create: bool = False) -> durableq.Broker:
     """Open the database (closed when the command ends); ``create`` allows a new file."""
     path = db_location() if create else existing_db_location()

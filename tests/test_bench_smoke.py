@@ -22,27 +22,7 @@ pytest.importorskip("psutil")
 @pytest.mark.slow
 def test_quick_run_writes_tables_and_plots(tmp_path: Path) -> None:
     out = tmp_path / "results"
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench",
-            "--quick",
-            "--rounds",
-            "1",
-            "--workloads",
-            "1,4,6",
-            "--out",
-            str(out),
-            "--scratch",
-            str(tmp_path),
-        ],
-        check=False,  # the assertion below shows stderr
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    completed = _quick_run("1,4,6", out, tmp_path, timeout=120)
     assert completed.returncode == 0, completed.stderr
     markdown = (out / "results.md").read_text(encoding="utf-8")
 
@@ -73,7 +53,7 @@ def test_quick_postgres_workload_writes_its_table(tmp_path: Path) -> None:
     scratch = Path(tempfile.mkdtemp(prefix="durableq-smoke-"))
     scratch.chmod(0o711)
     try:
-        completed = _quick_w16(out, scratch)
+        completed = _quick_run("16", out, scratch, timeout=180)
         left = list(scratch.glob("durableq-bench-*"))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -94,25 +74,14 @@ def test_quick_postgres_workload_writes_its_table(tmp_path: Path) -> None:
     assert not left, "the scratch files and the cluster are removed"
 
 
-def _quick_w16(out: Path, scratch: Path) -> subprocess.CompletedProcess[str]:
+def _quick_run(workloads: str, out: Path, scratch: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    """``python -m bench --quick --rounds 1 --workloads WORKLOADS`` (the caller's assertion shows stderr)."""
+    command = ["-m", "bench", "--quick", "--rounds", "1", "--workloads", workloads]
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench",
-            "--quick",
-            "--rounds",
-            "1",
-            "--workloads",
-            "16",
-            "--out",
-            str(out),
-            "--scratch",
-            str(scratch),
-        ],
-        check=False,  # the caller's assertion shows stderr
+        [sys.executable, *command, "--out", str(out), "--scratch", str(scratch)],
+        check=False,
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=timeout,
     )

@@ -1,4 +1,4 @@
-"""Spark analytics over durableq files: DataFrames and reports read through JDBC.
+"""Spark analytics over durableq databases: DataFrames and reports read through JDBC.
 
     from durableq.analytics import QueueAnalytics
 
@@ -6,9 +6,11 @@
         analytics.depth_by_state().show()
         analytics.messages().where("state = 'in_flight'").groupBy("queue").count().show()
 
-Spark reads a consistent snapshot (a copy made with SQLite's backup API), not
-the live file.  This package is the optional extra ``durableq[spark]``; it
-needs pyspark, Java and the SQLite JDBC driver (see :func:`find_jdbc_jar`).
+Spark reads a consistent snapshot: of a SQLite file, a copy made with SQLite's
+backup API; of a PostgreSQL database (a ``postgresql://`` URL), the live tables
+through a repeatable-read snapshot that one transaction exports.  This package
+is the optional extra ``durableq[spark]``; it needs pyspark, Java and the JDBC
+driver of the engine (see :func:`find_jdbc_jar`).
 """
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ _EVENTS_SQL = """(SELECT e.event_id, e.at, q.name AS queue, e.event, e.message_i
 FROM message_events AS e JOIN queues AS q ON q.id = e.queue_id) AS durableq_events"""
 _EVENTS_TYPES = """event_id BIGINT, at BIGINT, queue STRING, event STRING, message_id STRING,
   receive_count BIGINT, other_queue STRING"""
-_AUDIT_SQL = """(SELECT id AS event_id, at, pid, user, action, queue, outcome, detail
+_AUDIT_SQL = """(SELECT id AS event_id, at, pid, "user", action, queue, outcome, detail
 FROM audit_events) AS durableq_audit"""
 _AUDIT_TYPES = """event_id BIGINT, at BIGINT, pid BIGINT, user STRING, action STRING, queue STRING,
   outcome STRING, detail STRING"""

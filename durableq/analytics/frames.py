@@ -19,9 +19,9 @@ import re
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ..engines.sql import byte_length
 from ..ops.retention import unexpired_sql
 from ..ops.states import STATE_SQL
-from .driver import DRIVER_CLASS, jdbc_url
 from .errors import JdbcDriverNotFound
 from .snapshot import Snapshot
 from .window import TimeWindow
@@ -38,7 +38,7 @@ _MESSAGES_SQL = """(SELECT m.id AS row_id, q.name AS queue, m.message_id, m.stat
   m.visible_at, m.first_received_at, m.receive_count, m.body_bytes, m.group_id,
   m.deduplication_id, m.sequence, m.dead_letter_source, m.payload_bytes, m.stored_outside, m.encrypted
 FROM (SELECT id, queue_id, message_id, {state} AS state, enqueued_at, visible_at, first_received_at,
-        receive_count, length(CAST(body AS BLOB)) AS body_bytes, group_id, deduplication_id,
+        receive_count, {body_bytes} AS body_bytes, group_id, deduplication_id,
         sequence, dead_letter_source, payload_size AS payload_bytes,
         payload_ref IS NOT NULL AS stored_outside, data_key_id IS NOT NULL AS encrypted
       FROM messages) AS m
@@ -100,7 +100,9 @@ def messages_query(now_ms: int) -> str:
     if not _NOW.search(STATE_SQL):
         raise RuntimeError("durableq.ops.states.STATE_SQL no longer uses the :now parameter")
     now = str(int(now_ms))
-    return _MESSAGES_SQL.format(state=_NOW.sub(now, STATE_SQL), unexpired=_UNEXPIRED.format(now=now))
+    return _MESSAGES_SQL.format(
+        state=_NOW.sub(now, STATE_SQL), unexpired=_UNEXPIRED.format(now=now), body_bytes=byte_length("body")
+    )
 
 
 def _timestamp(column: str, alias: str | None = None) -> Column:
@@ -207,29 +209,21 @@ def _read(
     types: str,
     predicates: list[str] | None = None,
 ) -> DataFrame:
-    properties = {
-        "driver": DRIVER_CLASS,
-        "customSchema": " ".join(types.split()),
-        "open_mode": "1",  # SQLITE_OPEN_READONLY: the snapshot is never written
-    }
+    url, table, properties = snapshot.jdbc(table)
+    properties["customSchema"] = " ".join(types.split())
     try:
         if predicates is not None and len(predicates) > 1:
             # One partition per predicate: Spark adds each to the WHERE of its query.
-            return spark.read.jdbc(
-                jdbc_url(snapshot.path), table, predicates=predicates, properties=properties
-            )
+            return spark.read.jdbc(url, table, predicates=predicates, properties=properties)
         return (
-            spark.read.format("jdbc")
-            .option("url", jdbc_url(snapshot.path))
-            .option("dbtable", table)
-            .options(**properties)
-            .load()
+            spark.read.format("jdbc").option("url", url).option("dbtable", table).options(**properties).load()
         )
     except Exception as exc:  # py4j wraps the JVM's error; only this one gets a better message
-        if DRIVER_CLASS in str(exc) and "ClassNotFound" in str(exc):
+        driver = snapshot.driver_class
+        if driver in str(exc) and "ClassNotFound" in str(exc):
             raise JdbcDriverNotFound(
-                f"the Spark session cannot load the SQLite JDBC driver ({DRIVER_CLASS}); start it with "
-                "spark.jars naming the driver jar (spark-submit --jars), run `ADD JAR` with it, or let "
-                "durableq start the session (jdbc_jar=...)"
+                f"the Spark session cannot load the JDBC driver {driver}; start it with spark.jars naming "
+                "the driver jar (spark-submit --jars), run `ADD JAR` with it, or let durableq start the "
+                "session (jdbc_jar=...)"
             ) from exc
         raise

@@ -67,7 +67,7 @@ def read_checkpoint(folder: Path) -> int:
     return value
 
 
-def write_checkpoint(folder: Path, last_event_id: int, source: Path) -> None:
+def write_checkpoint(folder: Path, last_event_id: int, source: Path | str) -> None:
     """Replace ``folder``'s checkpoint atomically: a temporary file, fsync, rename, fsync of the folder."""
     record = {
         "last_event_id": last_event_id,

@@ -12,14 +12,16 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 
 from .. import limits
+from ..engines.location import postgres_url
 from ..errors import InvalidParameterValue, QueueDoesNotExist
 from ..ops import validation
 from . import reports
+from .driver import POSTGRES, SQLITE
 from .errors import AnalyticsError
 from .events import read_event_table
 from .frames import read_depth, read_messages, read_metrics, read_queues, read_unswept
 from .session import plan_session, start_session
-from .snapshot import Snapshot, take
+from .snapshot import FileSnapshot, Snapshot, take
 from .window import EVERYTHING, TimeWindow, time_window
 
 
@@ -61,7 +63,8 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
         since: datetime | None = None,
         until: datetime | None = None,
     ) -> QueueAnalytics:
-        """Snapshot the durableq file at ``path`` and get ready to read it with Spark.
+        """Snapshot the durableq database at ``path`` (a file, or a ``postgresql://`` URL) and get
+        ready to read it with Spark.
 
         ``spark``: a session to use as it is (it must have the SQLite JDBC
         driver on its class path).  Else the session active in this process is
@@ -78,7 +81,9 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
         size (default: Spark's default parallelism).  ``snapshot_dir``: where
         the copy goes (default: a private folder in the temp folder); on a
         cluster, storage every executor reads (see
-        :func:`~durableq.analytics.snapshot.take` for the permissions).
+        :func:`~durableq.analytics.snapshot.copy` for the permissions); on
+        PostgreSQL nothing is copied and it does not apply (every executor
+        connects to the database: see :mod:`~durableq.analytics.live`).
         ``since``/``until`` (timezone-aware datetimes): only messages sent, and
         counter minutes, in ``[since, until)``; SQLite applies the window, so
         the rest of the file is never read into Spark.
@@ -92,7 +97,8 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
         window = time_window(since, until)
         clock = clock or time.time
         # Decided (and a missing driver found) before copying anything; started after the copy.
-        plan = None if spark is not None else plan_session(master, jdbc_jar)
+        driver = POSTGRES if isinstance(path, str) and postgres_url(path) else SQLITE
+        plan = None if spark is not None else plan_session(master, jdbc_jar, driver)
         snapshot = take(path, clock, snapshot_dir)
         owns = False
         try:
@@ -132,14 +138,21 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
         return self._spark
 
     @property
-    def source(self) -> Path:
-        """The durableq file the snapshot was taken of."""
+    def source(self) -> Path | str:
+        """The durableq database the snapshot was taken of: a file's path, or a PostgreSQL URL
+        (without its password)."""
         return self._snapshot.source
 
     @property
-    def snapshot_path(self) -> Path:
-        """The copy Spark reads (gone after :meth:`close`)."""
-        return self._snapshot.path
+    def source_name(self) -> str:
+        """A short name of the source: the file's name, or the database's."""
+        return self._snapshot.name
+
+    @property
+    def snapshot_path(self) -> Path | None:
+        """The copy Spark reads (gone after :meth:`close`); None on PostgreSQL, where Spark reads
+        the live tables through an exported snapshot."""
+        return self._snapshot.path if isinstance(self._snapshot, FileSnapshot) else None
 
     @property
     def taken_at(self) -> datetime:

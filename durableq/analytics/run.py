@@ -91,7 +91,7 @@ def run_report(
             if activity is None:
                 activity = to_rows(analytics.throughput(queue))
             taken = f"{analytics.taken_at:%Y-%m-%d %H:%M} UTC"
-            title = f"durableq: {queue or analytics.source.name}, snapshot {taken}"
+            title = f"durableq: {queue or analytics.source_name}, snapshot {taken}"
             write_activity_png(activity, plot, title=title, end=analytics.taken_at)
     return result
 
@@ -223,7 +223,7 @@ def explained(analytics: QueueAnalytics) -> Iterator[None]:
         yield
     except Exception as exc:  # py4j wraps the executors' errors in its own types
         text = str(exc)
-        if str(analytics.snapshot_path) not in text:
+        if analytics.snapshot_path is None or str(analytics.snapshot_path) not in text:
             raise
         reason = next((why for needle, why in _OPEN_FAILURES.items() if needle in text), "see the cause")
         raise AnalyticsError(

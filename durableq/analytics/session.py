@@ -19,7 +19,8 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from ..errors import InvalidParameterValue
-from .driver import find_jdbc_jar
+from .driver import SQLITE, Driver, find_jdbc_jar
+from .errors import JdbcDriverNotFound
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +48,6 @@ RUNTIME_CONF = (
 #: PySpark sets this in the Python process that spark-submit (or the pyspark shell) starts:
 #: the JVM, with its configuration, already runs.  (PySpark reads the same variable to attach to it.)
 _GATEWAY_VARIABLE = "PYSPARK_GATEWAY_PORT"
-#: A configured jar list that names a file like this already brings the SQLite driver.
-_DRIVER_JAR_HINT = "sqlite-jdbc"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,10 +60,14 @@ class SessionPlan:
     jdbc_jar: str | os.PathLike[str] | None
     #: The driver jar to give a session durableq starts (found up front, so a missing one fails fast).
     jar: Path | None
+    driver: Driver = SQLITE
 
 
-def plan_session(master: str | None, jdbc_jar: str | os.PathLike[str] | None) -> SessionPlan:
-    """Decide where the session comes from; raise now if ``master`` contradicts a running session."""
+def plan_session(
+    master: str | None, jdbc_jar: str | os.PathLike[str] | None, driver: Driver = SQLITE
+) -> SessionPlan:
+    """Decide where the session comes from; raise now if ``master`` contradicts a running session.
+    ``driver``: the JDBC driver the snapshot is read with (SQLite's, or PostgreSQL's)."""
     active = SparkSession.getActiveSession()
     if active is not None:
         running = active.sparkContext.master
@@ -73,16 +76,36 @@ def plan_session(master: str | None, jdbc_jar: str | os.PathLike[str] | None) ->
                 f"a Spark session is already running on master {running!r}; master {master!r} applies "
                 "only when durableq starts Spark (leave it out to use the running session)"
             )
-        # A jar named for a running session is still checked (a typo must not pass), then added to it.
-        return SessionPlan(
-            active, False, master, jdbc_jar, None if jdbc_jar is None else find_jdbc_jar(jdbc_jar)
-        )
+        # A jar named for a running session is still checked (a typo must not pass), then added to it;
+        # else the driver's jar is added if the session's jars do not name it and it can be found.
+        return SessionPlan(active, False, master, jdbc_jar, _jar_for(active, jdbc_jar, driver), driver)
     if os.environ.get(_GATEWAY_VARIABLE):
         # The jar, if given, is checked now; otherwise only once the configuration shows it is needed.
         return SessionPlan(
-            None, True, master, jdbc_jar, None if jdbc_jar is None else find_jdbc_jar(jdbc_jar)
+            None,
+            True,
+            master,
+            jdbc_jar,
+            None if jdbc_jar is None else find_jdbc_jar(jdbc_jar, driver=driver),
+            driver,
         )
-    return SessionPlan(None, False, master, jdbc_jar, find_jdbc_jar(jdbc_jar))
+    return SessionPlan(None, False, master, jdbc_jar, find_jdbc_jar(jdbc_jar, driver=driver), driver)
+
+
+def _jar_for(active: SparkSession, jdbc_jar: str | os.PathLike[str] | None, driver: Driver) -> Path | None:
+    if jdbc_jar is not None:
+        return find_jdbc_jar(jdbc_jar, driver=driver)
+    if driver.jar_hint in _configured_jars(active):
+        return None
+    try:
+        return find_jdbc_jar(driver=driver)
+    except JdbcDriverNotFound:  # the session may have it another way (--driver-class-path): try as it is
+        return None
+
+
+def _configured_jars(session: SparkSession) -> str:
+    conf = session.sparkContext.getConf()
+    return f"{conf.get('spark.jars', '')},{conf.get('spark.jars.packages', '')}"
 
 
 def start_session(plan: SessionPlan) -> tuple[SparkSession, bool]:
@@ -122,9 +145,8 @@ def _from_submitted_configuration(plan: SessionPlan) -> SparkSession:
         for key in RUNTIME_CONF:
             if not conf.contains(key):
                 session.conf.set(key, SESSION_CONF[key])
-        configured = f"{conf.get('spark.jars', '')},{conf.get('spark.jars.packages', '')}"
-        if plan.jdbc_jar is not None or _DRIVER_JAR_HINT not in configured:
-            _add_jar(session, plan.jar or find_jdbc_jar(plan.jdbc_jar))
+        if plan.jdbc_jar is not None or plan.driver.jar_hint not in _configured_jars(session):
+            _add_jar(session, plan.jar or find_jdbc_jar(plan.jdbc_jar, driver=plan.driver))
     except BaseException:
         session.stop()
         raise

@@ -1,10 +1,12 @@
-"""A consistent, private copy of a durableq file for Spark to read.
+"""A consistent state of a durableq database for Spark to read.
 
 Spark reads a table in several partitions, each over its own JDBC
-connection and at its own moment.  Against the live file, producers and
+connection and at its own moment.  Against the live database, producers and
 consumers writing in between would give each partition another state of the
-queues.  So the reader copies the file first, with SQLite's online backup
-API, and Spark reads only the copy.
+queues.  So every partition reads one snapshot: of a SQLite file, a private
+copy made with SQLite's online backup API (:class:`FileSnapshot`); of a
+PostgreSQL database, the live tables as one repeatable-read transaction
+exported them (:class:`~durableq.analytics.live.PostgresSnapshot`).
 """
 
 from __future__ import annotations
@@ -25,10 +27,12 @@ from urllib.parse import quote
 from .. import limits
 from ..engines.fileformat import SCHEMA_REVISION
 from ..engines.files import identify
+from ..engines.location import postgres_url
 from ..engines.migrate import current
 from ..engines.sqlite import Database, translate
 from ..errors import DatabaseError, NotADurableQDatabase
 from ..types import datetime_from_ms
+from .driver import DRIVER_CLASS, jdbc_url
 from .errors import AnalyticsError
 
 log = logging.getLogger(__name__)
@@ -39,17 +43,17 @@ _SNAPSHOT_NAME = "snapshot.db"
 
 
 class Snapshot:
-    """A copy of a durableq file, taken at ``now_ms`` (the clock after the copy ended).
+    """One committed state of a durableq database (``source``), taken at ``now_ms``: what Spark's
+    JDBC reads see, whatever is written meanwhile.  Close it when done."""
 
-    The copy's folder is removed by :meth:`close`, or at the latest when the
-    object is collected or the interpreter exits.
-    """
+    #: The JDBC driver's class.
+    driver_class: str
+    #: Where the snapshot itself is (a copy's path), for messages when Spark cannot open it.
+    location: str
 
-    def __init__(self, source: Path, path: Path, now_ms: int) -> None:
+    def __init__(self, source: Path | str, now_ms: int) -> None:
         self.source = source
-        self.path = path
         self.now_ms = now_ms
-        self._remove = weakref.finalize(self, shutil.rmtree, path.parent, ignore_errors=True)
 
     def __repr__(self) -> str:
         return f"<durableq.analytics.Snapshot of {str(self.source)!r} at {self.taken_at.isoformat()}>"
@@ -60,6 +64,45 @@ class Snapshot:
         return datetime_from_ms(self.now_ms)
 
     @property
+    def name(self) -> str:
+        """A short name of the source (a file's name, a database's name)."""
+        return self.source.name if isinstance(self.source, Path) else self.source.rsplit("/", 1)[-1]
+
+    @property
+    def closed(self) -> bool:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def query(self, sql: str, parameters: Mapping[str, object] | None = None) -> list[tuple[Any, ...]]:
+        """Rows of one query (SQLite's SQL) on the snapshot, in this process (small answers: bounds)."""
+        raise NotImplementedError
+
+    def jdbc(self, sql: str) -> tuple[str, str, dict[str, str]]:
+        """What a JDBC read of ``sql`` (SQLite's SQL) takes: the URL, the SQL in the engine's
+        spelling, and the connection properties (the driver, and how each connection reads the
+        snapshot)."""
+        raise NotImplementedError
+
+
+class FileSnapshot(Snapshot):
+    """A copy of a durableq file, taken at ``now_ms`` (the clock after the copy ended).
+
+    The copy's folder is removed by :meth:`close`, or at the latest when the
+    object is collected or the interpreter exits.
+    """
+
+    driver_class = DRIVER_CLASS
+
+    def __init__(self, source: Path, path: Path, now_ms: int) -> None:
+        super().__init__(source, now_ms)
+        self.source: Path = source
+        self.path = path
+        self.location = str(path)
+        self._remove = weakref.finalize(self, shutil.rmtree, path.parent, ignore_errors=True)
+
+    @property
     def closed(self) -> bool:
         return not self._remove.alive
 
@@ -68,7 +111,6 @@ class Snapshot:
         self._remove()
 
     def query(self, sql: str, parameters: Mapping[str, object] | None = None) -> list[tuple[Any, ...]]:
-        """Rows of one read-only query on the copy, in this process (small answers: bounds, counts)."""
         if self.closed:
             raise AnalyticsError("this snapshot is closed; take a new one to read again")
         try:
@@ -77,10 +119,26 @@ class Snapshot:
         except sqlite3.Error as exc:
             raise translate(exc, self.source, _BUSY_TIMEOUT) from exc
 
+    def jdbc(self, sql: str) -> tuple[str, str, dict[str, str]]:
+        # SQLITE_OPEN_READONLY: the copy is never written.
+        return jdbc_url(self.path), sql, {"driver": DRIVER_CLASS, "open_mode": "1"}
+
 
 def take(
     source: str | os.PathLike[str], clock: Callable[[], float], directory: str | os.PathLike[str] | None
 ) -> Snapshot:
+    """A snapshot of ``source``: :func:`copy` of a SQLite file, or of a PostgreSQL database (a URL),
+    :func:`~durableq.analytics.live.export` (``directory`` does not apply: nothing is copied)."""
+    if isinstance(source, str) and postgres_url(source):
+        from .live import export
+
+        return export(source, clock)
+    return copy(source, clock, directory)
+
+
+def copy(
+    source: str | os.PathLike[str], clock: Callable[[], float], directory: str | os.PathLike[str] | None
+) -> FileSnapshot:
     """Copy ``source`` into a new folder under ``directory`` (default: the system temp folder).
 
     Without ``directory`` the folder is private to this OS user (0700).  In a
@@ -114,7 +172,7 @@ def take(
         shutil.rmtree(folder, ignore_errors=True)
         raise
     log.debug("snapshot of %s at %s: %s", source, now_ms, path)
-    return Snapshot(source, path, now_ms)
+    return FileSnapshot(source, path, now_ms)
 
 
 def _copy(source: Path, target: Path) -> None:

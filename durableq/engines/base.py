@@ -125,6 +125,14 @@ class Database(Protocol):
         ...
 
 
+class ThreadSlot:
+    """Lives exactly as long as one thread's local data: the target of the finalizer that closes the
+    thread's connection when the thread ends (a server starting a thread per request would otherwise
+    leak a connection each time)."""
+
+    __slots__ = ("__weakref__",)
+
+
 class Together:
     """Inside :meth:`Database.change` on SQLite, where each statement commits on its own: the
     statements of the block form one write transaction (``BEGIN IMMEDIATE`` … ``COMMIT``, rolled

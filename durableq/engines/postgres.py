@@ -26,7 +26,7 @@ import os
 import re
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from decimal import Decimal
 from functools import lru_cache
@@ -48,7 +48,7 @@ from ..errors import (
     UnsupportedOperation,
 )
 from . import sql, watch
-from .base import Cursor, Params
+from .base import Cursor, Params, ThreadSlot
 from .group import GroupStats
 from .location import redacted
 
@@ -94,16 +94,24 @@ _SPELLINGS: list[tuple[re.Pattern[str], str]] = [
         r"UPDATE durableq_catalog SET version = \1",
     ),
     (re.compile(re.escape(sql.CATALOG_VERSION)), "SELECT version FROM durableq_catalog"),
+    (re.compile(re.escape(sql.byte_length("X")).replace("X", r"(\w+)")), r"octet_length(\1)"),
     # SQLite's planner hint (PostgreSQL plans on its own).
     (re.compile(r"\bINDEXED BY \w+"), ""),
 ]
 
 
+def spell_fragments(statement: str) -> str:
+    """``statement`` (SQLite's SQL) with PostgreSQL's spelling of the fragments of :mod:`.sql`, and
+    nothing else changed (for SQL handed to another driver: Spark's JDBC reads)."""
+    for pattern, replacement in _SPELLINGS:
+        statement = pattern.sub(replacement, statement)
+    return statement
+
+
 @lru_cache(maxsize=1024)
 def spell(statement: str) -> str:
     """``statement`` (SQLite's SQL, ``:name`` or ``?`` parameters) in PostgreSQL's SQL for psycopg."""
-    for pattern, replacement in _SPELLINGS:
-        statement = pattern.sub(replacement, statement)
+    statement = spell_fragments(statement)
 
     def placeholder(match: re.Match[str]) -> str:
         token = match.group(0)
@@ -169,23 +177,17 @@ class Connection:
         self.changes = 0
 
     def execute(self, statement: str, parameters: Params = (), /) -> Cursor:
-        cursor = self.raw.cursor()
-        try:
-            cursor.execute(spell(statement), parameters or None)
-        except psycopg.Error as exc:
-            if _refused(exc):
-                raise _unstorable(exc) from None
-            raise self._db.translated(exc) from exc
-        except (UnicodeEncodeError, ValueError) as exc:
-            raise _unstorable(exc) from None
-        if cursor.rowcount > 0 and statement.lstrip().upper().startswith(_WRITES):
-            self.changes += cursor.rowcount
-        return cursor
+        return self._run(statement, lambda cursor, sql: cursor.execute(sql, parameters or None))
 
     def executemany(self, statement: str, parameters: Any, /) -> Cursor:
+        return self._run(statement, lambda cursor, sql: cursor.executemany(sql, parameters))
+
+    def _run(self, statement: str, call: Callable[[psycopg.Cursor[Any], str], object]) -> Cursor:
+        """Run ``call`` on a new cursor with ``statement`` spelled for PostgreSQL; errors translated,
+        changed rows counted (for the commit's NOTIFY)."""
         cursor = self.raw.cursor()
         try:
-            cursor.executemany(spell(statement), parameters)
+            call(cursor, spell(statement))
         except psycopg.Error as exc:
             if _refused(exc):
                 raise _unstorable(exc) from None
@@ -280,7 +282,7 @@ class Database:
             self._release(conn)
         conn = self.connect()
         self._local.conn = conn
-        self._local.slot = slot = _Slot()
+        self._local.slot = slot = ThreadSlot()
         weakref.finalize(slot, self._release, conn)
         with self._lock:
             self._connections.append(conn)
@@ -446,12 +448,6 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-class _Slot:
-    """Lives exactly as long as one thread's local data (the target of a finalizer)."""
-
-    __slots__ = ("__weakref__",)
 
 
 class _ListenSource:

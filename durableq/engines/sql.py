@@ -28,6 +28,11 @@ def encode_ids(ids: Iterable[int | str]) -> str:
     return json.dumps(list(ids))
 
 
+def byte_length(column: str) -> str:
+    """SQL for the length in bytes (UTF-8) of the text ``column``."""
+    return f"length(CAST({column} AS BLOB))"
+
+
 #: A claim's row picker ends with this: rows another transaction is claiming right now are passed
 #: over, not waited for (PostgreSQL's ``FOR UPDATE SKIP LOCKED``; SQLite has one writer at a time,
 #: so there is nothing to pass over and the comment is all that remains).

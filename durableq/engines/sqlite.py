@@ -33,6 +33,7 @@ from ..errors import (
     InvalidParameterValue,
 )
 from . import group, watch
+from .base import ThreadSlot
 from .files import configure_new, fsync_path, identify, use_wal
 
 if TYPE_CHECKING:
@@ -150,7 +151,7 @@ class Database:
             self._local.conn = conn
             # Thread-local values die with their thread; so must the connection, or a
             # server starting a thread per request would leak a file descriptor each time.
-            self._local.slot = slot = _Slot()
+            self._local.slot = slot = ThreadSlot()
             weakref.finalize(slot, self._release, conn)
             with self._lock:
                 self._connections.append(conn)
@@ -404,12 +405,6 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-class _Slot:
-    """Lives exactly as long as one thread's local data (the target of a finalizer)."""
-
-    __slots__ = ("__weakref__",)
 
 
 class _Statement:

@@ -49,7 +49,9 @@ def spark_options(command: F) -> F:
             "under spark-submit, spark-submit's master is used.",
         ),
         click.option(
-            "--jar", type=click.Path(dir_okay=False, path_type=Path), help="The JDBC driver jar (SQLite's; PostgreSQL's for a postgresql:// database)."
+            "--jar",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="The JDBC driver jar (SQLite's; PostgreSQL's for a postgresql:// database).",
         ),
         click.option(
             "--snapshot-dir",

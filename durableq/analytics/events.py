@@ -74,7 +74,7 @@ _AUDIT_TYPES = """event_id BIGINT, at BIGINT, pid BIGINT, user STRING, action ST
 
 # The event ids that split the rows a read returns into equal parts (as the messages' row ids).
 _SPLITS_SQL = """SELECT min(event_id) FROM (
-  SELECT event_id, ntile(:parts) OVER (ORDER BY event_id) AS part FROM {query} WHERE {where})
+  SELECT event_id, ntile(:parts) OVER (ORDER BY event_id) AS part FROM {query} WHERE {where}) AS parts
 GROUP BY part ORDER BY 1"""
 _MAX_SQL = "SELECT coalesce(max({column}), 0) FROM {table}"
 

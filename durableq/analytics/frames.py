@@ -52,7 +52,7 @@ _MESSAGES_TYPES = """row_id BIGINT, queue STRING, message_id STRING, state STRIN
 # The row ids that split the rows a read will return into equal parts: SQLite numbers them in id
 # order and gives the first id of each part, so skewed ids (a few old ones, many new) still split evenly.
 _SPLITS_SQL = """SELECT min(row_id) FROM (
-  SELECT row_id, ntile(:parts) OVER (ORDER BY row_id) AS part FROM {messages} WHERE {where})
+  SELECT row_id, ntile(:parts) OVER (ORDER BY row_id) AS part FROM {messages} WHERE {where}) AS parts
 GROUP BY part ORDER BY 1"""
 
 _QUEUES_SQL = """(SELECT name AS queue, fifo, visibility_timeout, delay_seconds, retention_period,

@@ -113,7 +113,7 @@ def start_session(plan: SessionPlan) -> tuple[SparkSession, bool]:
     if plan.active is not None:
         log.debug("using the active Spark session (master %s)", plan.active.sparkContext.master)
         if plan.jar is not None:
-            _add_jar(plan.active, plan.jar)
+            add_jar(plan.active, plan.jar)
         return plan.active, False
     if plan.submitted:
         return _from_submitted_configuration(plan), True
@@ -146,14 +146,15 @@ def _from_submitted_configuration(plan: SessionPlan) -> SparkSession:
             if not conf.contains(key):
                 session.conf.set(key, SESSION_CONF[key])
         if plan.jdbc_jar is not None or plan.driver.jar_hint not in _configured_jars(session):
-            _add_jar(session, plan.jar or find_jdbc_jar(plan.jdbc_jar, driver=plan.driver))
+            add_jar(session, plan.jar or find_jdbc_jar(plan.jdbc_jar, driver=plan.driver))
     except BaseException:
         session.stop()
         raise
     return session
 
 
-def _add_jar(session: SparkSession, jar: Path) -> None:
+def add_jar(session: SparkSession, jar: Path) -> None:
+    """Add ``jar`` to a running session (its driver and executors)."""
     # The JVM is running, so spark.jars would no longer reach the driver's class path;
     # ADD JAR does (and ships the jar to the executors).
     quoted = str(jar).replace("\\", "\\\\").replace("'", "\\'")

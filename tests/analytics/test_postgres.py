@@ -14,10 +14,19 @@ from pyspark.sql import SparkSession
 import durableq
 from durableq import RedrivePolicy, SendEntry
 from durableq.analytics import QueueAnalytics, to_rows
+from durableq.analytics.driver import POSTGRES, find_jdbc_jar
 from durableq.analytics.live import PostgresSnapshot
+from durableq.analytics.session import add_jar
 from tests.conftest import FakeClock
 
 START = 1_800_000_000.0
+
+
+@pytest.fixture(scope="module")
+def spark(spark: SparkSession) -> SparkSession:
+    """The run's session, with PostgreSQL's JDBC driver added (as ``ADD JAR``: the JVM runs)."""
+    add_jar(spark, find_jdbc_jar(driver=POSTGRES))
+    return spark
 
 
 @pytest.fixture
@@ -32,11 +41,12 @@ def world(pg_url: str) -> Iterator[tuple[str, FakeClock]]:
             jobs.send_batch([SendEntry(str(i), f"job {start + i}") for i in range(10)])
         jobs.send("later", delay_seconds=600)
         clock.advance(60)
-        for message in jobs.receive(max_messages=10, visibility_timeout=0):  # released: received once
-            assert message.receive_count == 1
-        held = jobs.receive(max_messages=10, visibility_timeout=3_600)  # moves those ten to jobs-dlq
-        assert len(held) == 10
+        held = jobs.receive(max_messages=10, visibility_timeout=3_600)  # in flight
         jobs.delete(held[0].receipt_handle)
+        retry = broker.create_queue("retry", redrive_policy=RedrivePolicy("jobs-dlq", 1), history=True)
+        retry.send_batch([SendEntry(str(i), f"retry {i}") for i in range(10)])
+        assert len(retry.receive(max_messages=10, visibility_timeout=0)) == 10  # received once, released
+        assert retry.receive(max_messages=10) == []  # the next receive moves all ten to jobs-dlq
         fifo = broker.create_queue("steps.fifo", fifo=True, content_based_deduplication=True)
         for group in range(3):
             fifo.send_batch([SendEntry(str(i), f"step {group}.{i}", group_id=f"g{group}") for i in range(5)])
@@ -47,10 +57,10 @@ def world(pg_url: str) -> Iterator[tuple[str, FakeClock]]:
 def _library(
     url: str, clock: FakeClock
 ) -> tuple[dict[str, durableq.QueueStats], Counter[str], dict[str, int]]:
-    """The library's view: stats per queue, the history of jobs, and each message's body size."""
+    """The library's view: stats per queue, the history of retry, and each message's body size."""
     with durableq.open(url, clock=clock, durability="normal") as broker:
         queues = [broker.get_queue(name) for name in broker.list_queues()]
-        events = Counter(e.event for e in broker.get_queue("jobs").events(limit=10_000))
+        events = Counter(e.event for e in broker.get_queue("retry").events(limit=10_000))
         sizes = {m.message_id: len((m.body or "").encode()) for q in queues for m in q.peek(limit=1_000)}
         return {q.name: q.stats() for q in queues}, events, sizes
 
@@ -63,7 +73,7 @@ def test_spark_reads_postgresql_through_its_jdbc_driver_and_matches_the_library(
         assert isinstance(analytics._snapshot, PostgresSnapshot) and analytics.snapshot_path is None
         rows = to_rows(analytics.messages())
         depth = {r["queue"]: r for r in to_rows(analytics.report("depth"))}
-        events = Counter(r["event"] for r in to_rows(analytics.events()) if r["queue"] == "jobs")
+        events = Counter(r["event"] for r in to_rows(analytics.events()) if r["queue"] == "retry")
     stats, library_events, sizes = _library(url, clock)
     assert (
         len(rows)
@@ -85,7 +95,7 @@ def test_spark_reads_postgresql_through_its_jdbc_driver_and_matches_the_library(
         if s.approximate_number_of_messages:
             assert depth[name]["visible"] == s.approximate_number_of_messages
     moved = [r for r in rows if r["queue"] == "jobs-dlq"]
-    assert len(moved) == 10 and {r["dead_letter_source"] for r in moved} == {"jobs"}
+    assert len(moved) == 10 and {r["dead_letter_source"] for r in moved} == {"retry"}
     assert {r["message_id"]: r["body_bytes"] for r in rows} == sizes
     assert events == library_events and events["moved_to_dead_letter"] == 10
 

@@ -304,29 +304,34 @@ def check_call(description: str, call: Callable[[], Any], offenders: Counter[str
         raise AssertionError(f"{description[:500]} raised {type(exc).__name__}: {str(exc)[:500]}") from exc
 
 
-def prepare(folder: Path) -> tuple[durableq.Broker, dict[str, str]]:
-    """A broker with the fuzzed queues and a sentinel queue of messages; the sentinel's rows."""
+def prepare(folder: Path, db: str | None = None) -> tuple[durableq.Broker, dict[str, str]]:
+    """A broker with the fuzzed queues and a sentinel queue of messages; the sentinel's rows.
+    ``db``: the database (default: the file ``fuzz.db`` in ``folder``; or a PostgreSQL URL)."""
     (folder / "opened").mkdir(parents=True, exist_ok=True)
-    broker = durableq.open(folder / "fuzz.db", durability="normal")
+    db = db or str(folder / "fuzz.db")
+    broker = durableq.open(db, durability="normal")
     sentinel = broker.create_queue(SENTINEL, redrive_allow_policy=RedriveAllowPolicy("denyAll"))
     sentinel.send_batch([SendEntry(str(i), f"keep {i} \U0001f512") for i in range(10)])
     for name in QUEUES:
         broker.create_queue(name, fifo=name.endswith(".fifo"))
-    return broker, _sentinel_rows(folder / "fuzz.db")
+    return broker, _sentinel_rows(db)
 
 
-def _sentinel_rows(db: Path) -> dict[str, str]:
+def _sentinel_rows(db: str) -> dict[str, str]:
     return {row.message_id: row.body for row in store.rows(db) if row.queue == SENTINEL}
 
 
-def fuzz(folder: Path, max_examples: int, offenders: Counter[str] | None = None) -> int:
+def fuzz(
+    folder: Path, max_examples: int, offenders: Counter[str] | None = None, db: str | None = None
+) -> int:
     """Run ``max_examples`` Hypothesis examples of 1-5 hostile calls; returns how many calls ran.
 
     With ``offenders`` (the long mode), a call that raises something else is
     counted there instead of failing, so that known bugs do not stop the search;
     damage to the file always fails.
     """
-    broker, sentinel = prepare(folder)
+    db = db or str(folder / "fuzz.db")
+    broker, sentinel = prepare(folder, db)
     count = [0]
 
     # The long mode explores afresh each time rather than replaying the failures saved by the tests.
@@ -340,9 +345,9 @@ def fuzz(folder: Path, max_examples: int, offenders: Counter[str] | None = None)
             description, call = calls(target, data)
             check_call(description, call, offenders)
             count[0] += 1
-        verdict = store.integrity(folder / "fuzz.db")
+        verdict = store.integrity(db)
         assert verdict == "ok", f"integrity_check: {verdict}"
-        assert _sentinel_rows(folder / "fuzz.db") == sentinel, "the messages of a queue no call named changed"
+        assert _sentinel_rows(db) == sentinel, "the messages of a queue no call named changed"
 
     try:
         # In the folder: should any call create a file by a relative name, it lands there.

@@ -15,8 +15,9 @@ from durableq import RedrivePolicy
 from .fuzz import check_call, fuzz, prepare
 
 
-def test_every_public_function_refuses_hostile_arguments_cleanly(tmp_path: Path) -> None:
-    assert fuzz(tmp_path, max_examples=400) > 400
+def test_every_public_function_refuses_hostile_arguments_cleanly(tmp_path: Path, target: str) -> None:
+    """On either engine (``target``: the suite's SQLite file, or a PostgreSQL database)."""
+    assert fuzz(tmp_path, max_examples=400, db=target) > 400
 
 
 # A receipt handle of the right shape whose numbers do not fit SQLite's 64-bit integers.
@@ -70,8 +71,8 @@ CASES: dict[str, Case] = {
 
 
 @pytest.fixture
-def broker(tmp_path: Path) -> Iterator[durableq.Broker]:
-    opened, _ = prepare(tmp_path)
+def broker(tmp_path: Path, target: str) -> Iterator[durableq.Broker]:
+    opened, _ = prepare(tmp_path, target)
     yield opened
     opened.close()
 

@@ -4,10 +4,12 @@ them; the operations (``durableq.ops``) see only these two protocols."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import threading
+import weakref
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from ..errors import DatabaseError
 from . import watch
@@ -126,11 +128,62 @@ class Database(Protocol):
 
 
 class ThreadSlot:
-    """Lives exactly as long as one thread's local data: the target of the finalizer that closes the
-    thread's connection when the thread ends (a server starting a thread per request would otherwise
-    leak a connection each time)."""
+    """Lives exactly as long as one thread's local data (the target of a finalizer)."""
 
     __slots__ = ("__weakref__",)
+
+
+C = TypeVar("C")
+
+
+class PerThread(Generic[C]):
+    """An engine's connections, one per thread: each closed when its thread ends (thread-local values
+    die with their thread; so must the connection, or a server starting a thread per request would
+    leak one each time), all closed by :meth:`close_all`."""
+
+    def __init__(self, close: Callable[[C], None]) -> None:
+        self._close = close
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._all: list[C] = []
+
+    def __len__(self) -> int:
+        return len(self._all)
+
+    def current(self) -> C | None:
+        """This thread's connection, if it has one."""
+        conn: C | None = getattr(self._local, "conn", None)
+        return conn
+
+    def adopt(self, conn: C) -> C:
+        """Make ``conn`` this thread's connection."""
+        self._local.conn = conn
+        self._local.slot = slot = ThreadSlot()
+        weakref.finalize(slot, self.release, conn)
+        with self._lock:
+            self._all.append(conn)
+        return conn
+
+    def release(self, conn: C) -> None:
+        """Close ``conn`` (once, whoever asks first: its thread's end, or a replacement)."""
+        with self._lock:
+            if conn not in self._all:
+                return
+            self._all.remove(conn)
+        self._close(conn)
+
+    def close_all(self) -> None:
+        with self._lock:
+            connections, self._all = self._all, []
+        for conn in connections:
+            self._close(conn)
+        self._local = threading.local()
+
+    def forget(self) -> None:
+        """Drop every connection unclosed (in a forked child: they are the parent's)."""
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._all = []
 
 
 class Together:

@@ -48,7 +48,7 @@ from ..errors import (
     UnsupportedOperation,
 )
 from . import sql, watch
-from .base import Cursor, Params, ThreadSlot
+from .base import Cursor, Params, PerThread
 from .group import GroupStats
 from .location import redacted
 
@@ -232,9 +232,8 @@ class Database:
         self.name = redacted(url)
         self.durability = durability
         self.busy_timeout = busy_timeout
-        self._local = threading.local()
         self._lock = threading.Lock()
-        self._connections: list[Connection] = []
+        self._connections = PerThread(Connection.close)
         self._closed = False
         self._watch: watch.Watcher | None = None
         self._watch_key: object | None = None
@@ -275,30 +274,16 @@ class Database:
         """This thread's connection, opened on first use (and again if the server dropped it)."""
         if self._closed:
             raise BrokerClosed(f"{self.name}: the broker is closed")
-        conn: Connection | None = getattr(self._local, "conn", None)
+        conn = self._connections.current()
         if conn is not None and not (conn.raw.closed or conn.raw.broken):
             return conn
         if conn is not None:
-            self._release(conn)
-        conn = self.connect()
-        self._local.conn = conn
-        self._local.slot = slot = ThreadSlot()
-        weakref.finalize(slot, self._release, conn)
-        with self._lock:
-            self._connections.append(conn)
-        return conn
-
-    def _release(self, conn: Connection) -> None:
-        with self._lock:
-            if conn not in self._connections:
-                return
-            self._connections.remove(conn)
-        conn.close()
+            self._connections.release(conn)
+        return self._connections.adopt(self.connect())
 
     def _forget_connections(self) -> None:
-        # A forked child must not use its parent's sockets: drop them unclosed.
-        self._local = threading.local()
-        self._connections = []
+        # A forked child must not use its parent's sockets: drop them unclosed (see below).
+        self._connections.forget()
         self._lock = threading.Lock()
         self._watch = self._watch_key = None
 
@@ -372,12 +357,9 @@ class Database:
         self._closed = True
         with self._lock:
             key, self._watch, self._watch_key = self._watch_key, None, None
-            connections, self._connections = self._connections, []
         if key is not None:
             watch.release(key)
-        for conn in connections:
-            conn.close()
-        self._local = threading.local()
+        self._connections.close_all()
 
     # -- migrations ------------------------------------------------------------------------
 

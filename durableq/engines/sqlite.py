@@ -33,7 +33,7 @@ from ..errors import (
     InvalidParameterValue,
 )
 from . import group, watch
-from .base import ThreadSlot
+from .base import PerThread
 from .files import configure_new, fsync_path, identify, use_wal
 
 if TYPE_CHECKING:
@@ -107,9 +107,8 @@ class Database:
         self.location = self.name = str(path)
         self.durability = durability
         self.busy_timeout = busy_timeout
-        self._local = threading.local()
         self._lock = threading.Lock()
-        self._connections: list[sqlite3.Connection] = []
+        self._connections = PerThread(self._close_connection)
         self._closed = False
         # The change watcher of this file, once a long poll asked for it (see watcher()).
         self._watch: watch.Watcher | None = None
@@ -145,23 +144,10 @@ class Database:
         """This thread's connection, opened on first use and closed when the thread ends."""
         if self._closed:
             raise BrokerClosed(f"{self.path}: the broker is closed")
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self.connect()
-            self._local.conn = conn
-            # Thread-local values die with their thread; so must the connection, or a
-            # server starting a thread per request would leak a file descriptor each time.
-            self._local.slot = slot = ThreadSlot()
-            weakref.finalize(slot, self._release, conn)
-            with self._lock:
-                self._connections.append(conn)
-        return conn
+        conn = self._connections.current()
+        return conn if conn is not None else self._connections.adopt(self.connect())
 
-    def _release(self, conn: sqlite3.Connection) -> None:
-        with self._lock:
-            if conn not in self._connections:
-                return
-            self._connections.remove(conn)
+    def _close_connection(self, conn: sqlite3.Connection) -> None:
         try:
             conn.close()
         except sqlite3.Error:  # pragma: no cover - closing is best effort
@@ -169,8 +155,7 @@ class Database:
 
     def _forget_connections(self) -> None:
         # A forked child must not use its parent's SQLite connections: drop them unclosed.
-        self._local = threading.local()
-        self._connections = []
+        self._connections.forget()
         self._lock = threading.Lock()
         self._watch = self._watch_key = None  # nor its watcher thread, which did not come along
         self._gate.reset()  # nor its writer threads
@@ -196,14 +181,7 @@ class Database:
             key, self._watch, self._watch_key = self._watch_key, None, None
         if key is not None:
             watch.release(key)
-        with self._lock:
-            connections, self._connections = self._connections, []
-        for conn in connections:
-            try:
-                conn.close()
-            except sqlite3.Error:  # pragma: no cover - closing is best effort
-                log.debug("closing a connection to %s failed", self.path, exc_info=True)
-        self._local = threading.local()
+        self._connections.close_all()
 
     # -- transactions ------------------------------------------------------
 

@@ -24,7 +24,6 @@ import contextlib
 import logging
 import os
 import re
-import threading
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -232,11 +231,11 @@ class Database:
         self.name = redacted(url)
         self.durability = durability
         self.busy_timeout = busy_timeout
-        self._lock = threading.Lock()
         self._connections = PerThread(Connection.close)
         self._closed = False
-        self._watch: watch.Watcher | None = None
-        self._watch_key: object | None = None
+        self._watching = watch.Watching(
+            lambda: ("postgresql", url), self.name, lambda: _ListenSource(self), lambda: _Probe(self)
+        )
         _open_databases.add(self)
 
     def __repr__(self) -> str:
@@ -284,8 +283,7 @@ class Database:
     def _forget_connections(self) -> None:
         # A forked child must not use its parent's sockets: drop them unclosed (see below).
         self._connections.forget()
-        self._lock = threading.Lock()
-        self._watch = self._watch_key = None
+        self._watching.forget()
 
     def is_driver_error(self, exc: BaseException) -> bool:
         return isinstance(exc, psycopg.Error)
@@ -326,8 +324,8 @@ class Database:
         except BaseException:
             conn.rollback()
             raise
-        if changed and self._watch is not None:
-            self._watch.committed()
+        if changed:
+            self._watching.committed()
 
     @property
     def waiting(self) -> int:
@@ -341,24 +339,11 @@ class Database:
 
     def watcher(self) -> watch.Watcher:
         """The change watcher of this database (one per process and database)."""
-        with self._lock:
-            if self._watch is None:
-                if self._closed:
-                    raise BrokerClosed(f"{self.name}: the broker is closed")
-                self._watch_key, self._watch = watch.acquire(
-                    ("postgresql", self.location),
-                    self.name,
-                    lambda: _ListenSource(self),
-                    lambda: _Probe(self),
-                )
-            return self._watch
+        return self._watching.get()
 
     def close(self) -> None:
         self._closed = True
-        with self._lock:
-            key, self._watch, self._watch_key = self._watch_key, None, None
-        if key is not None:
-            watch.release(key)
+        self._watching.close()
         self._connections.close_all()
 
     # -- migrations ------------------------------------------------------------------------

@@ -13,9 +13,8 @@ import os
 import resource
 import sqlite3
 import tempfile
-import threading
 import weakref
-from collections.abc import Hashable, Iterator
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -107,12 +106,16 @@ class Database:
         self.location = self.name = str(path)
         self.durability = durability
         self.busy_timeout = busy_timeout
-        self._lock = threading.Lock()
         self._connections = PerThread(self._close_connection)
         self._closed = False
         # The change watcher of this file, once a long poll asked for it (see watcher()).
-        self._watch: watch.Watcher | None = None
-        self._watch_key: Hashable | None = None
+        wal = Path(f"{path}-wal")
+        self._watching = watch.Watching(
+            lambda: watch.file_key(path),
+            str(path),
+            lambda: watch.os_source(wal),
+            lambda: _VersionProbe(self.connect()),
+        )
         # Group commit: writes of this process that wait behind one share the next transaction.
         # Only where a commit waits for an fsync: at "normal" there is nothing to share, and the
         # hand-offs between threads cost more than they save (bench W10).
@@ -156,31 +159,16 @@ class Database:
     def _forget_connections(self) -> None:
         # A forked child must not use its parent's SQLite connections: drop them unclosed.
         self._connections.forget()
-        self._lock = threading.Lock()
-        self._watch = self._watch_key = None  # nor its watcher thread, which did not come along
+        self._watching.forget()  # nor its watcher thread, which did not come along
         self._gate.reset()  # nor its writer threads
 
     def watcher(self) -> watch.Watcher:
         """The change watcher of this file (one per process and file, started on first use)."""
-        with self._lock:
-            if self._watch is None:
-                if self._closed:
-                    raise BrokerClosed(f"{self.path}: the broker is closed")
-                wal = Path(f"{self.path}-wal")
-                self._watch_key, self._watch = watch.acquire(
-                    watch.file_key(self.path),
-                    self.path.name,
-                    lambda: watch.os_source(wal),
-                    lambda: _VersionProbe(self.connect()),
-                )
-            return self._watch
+        return self._watching.get()
 
     def close(self) -> None:
         self._closed = True
-        with self._lock:
-            key, self._watch, self._watch_key = self._watch_key, None, None
-        if key is not None:
-            watch.release(key)
+        self._watching.close()
         self._connections.close_all()
 
     # -- transactions ------------------------------------------------------
@@ -227,8 +215,7 @@ class Database:
         except sqlite3.Error as exc:
             _rollback(conn)
             raise translate(exc, self.path, self.busy_timeout) from exc
-        if self._watch is not None:
-            self._watch.committed()
+        self._watching.committed()
 
     def is_driver_error(self, exc: BaseException) -> bool:
         return isinstance(exc, sqlite3.Error)
@@ -323,8 +310,8 @@ class Database:
         except BaseException:
             _rollback(conn)
             raise
-        if self._watch is not None and conn.total_changes != changes:
-            self._watch.committed()
+        if conn.total_changes != changes:
+            self._watching.committed()
 
     def backup(self, dest: Path, file_mode: int) -> None:
         """Copy the database into the new file ``dest`` with SQLite's online backup API.
@@ -400,7 +387,7 @@ class _Statement:
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         # Each statement committed on its own: if any changed rows, waiters may want to look.
-        watcher = self._db._watch
+        watcher = self._db._watching.current
         if watcher is not None and self._conn.total_changes != self._changes:
             watcher.committed()
         if isinstance(exc, sqlite3.Error):

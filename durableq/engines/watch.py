@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Protocol
 
 from .. import limits
+from ..errors import BrokerClosed
 
 log = logging.getLogger(__name__)
 
@@ -434,6 +435,57 @@ def acquire(
             return key, watcher
         _registry[key] = (entry[0], entry[1] + 1)
         return key, entry[0]
+
+
+class Watching:
+    """One open database's hold on the watcher of its file or server: acquired by the first long poll
+    (:meth:`get`), let go by :meth:`close`.  ``current`` is the watcher while held (the commit paths
+    read it, cheaply, to pass their commits on)."""
+
+    def __init__(
+        self,
+        key: Callable[[], Hashable],
+        name: str,
+        open_source: Callable[[], ChangeSource],
+        open_probe: Callable[[], Probe],
+    ) -> None:
+        self._key = key
+        self._name = name
+        self._open_source = open_source
+        self._open_probe = open_probe
+        self._lock = threading.Lock()
+        self._held: Hashable | None = None
+        self._closed = False
+        self.current: Watcher | None = None
+
+    def get(self) -> Watcher:
+        """The watcher (started on first use); BrokerClosed once closed."""
+        with self._lock:
+            if self.current is None:
+                if self._closed:
+                    raise BrokerClosed(f"{self._name}: the broker is closed")
+                self._held, self.current = acquire(
+                    self._key(), self._name, self._open_source, self._open_probe
+                )
+            return self.current
+
+    def committed(self) -> None:
+        """This process committed a change (nothing to do when no long poll ever asked)."""
+        watcher = self.current
+        if watcher is not None:
+            watcher.committed()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            key, self._held, self.current = self._held, None, None
+        if key is not None:
+            release(key)
+
+    def forget(self) -> None:
+        """In a forked child: the watcher thread did not come along; start afresh when asked."""
+        self._lock = threading.Lock()
+        self._held = self.current = None
 
 
 def release(key: Hashable) -> None:

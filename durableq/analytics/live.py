@@ -18,7 +18,7 @@ import psycopg
 
 from ..engines.fileformat import SCHEMA_REVISION
 from ..engines.location import redacted
-from ..engines.postgres import VERSION_TABLE, spell, spell_fragments, translate
+from ..engines.postgres import VERSION_TABLE, close_quietly, spell, spell_fragments, translate
 from ..errors import DatabaseError, NotADurableQDatabase
 from .driver import POSTGRES
 from .errors import AnalyticsError
@@ -49,10 +49,7 @@ class PostgresSnapshot(Snapshot):
 
     def close(self) -> None:
         """End the exporting transaction (the snapshot is gone with it)."""
-        try:
-            self._conn.close()
-        except psycopg.Error:  # pragma: no cover - closing is best effort
-            log.debug("closing the snapshot's connection failed", exc_info=True)
+        close_quietly(self._conn, "the snapshot's connection")
 
     def query(self, sql: str, parameters: Mapping[str, object] | None = None) -> list[tuple[Any, ...]]:
         if self.closed:

@@ -128,6 +128,20 @@ def spell(statement: str) -> str:
 _WRITES = ("INSERT", "UPDATE", "DELETE")
 
 
+@lru_cache(maxsize=1024)
+def _is_write(statement: str) -> bool:
+    """Does ``statement`` change rows (so that its commit notifies)?  Once per statement text."""
+    return statement.lstrip().upper().startswith(_WRITES)
+
+
+def close_quietly(raw: psycopg.Connection[Any], what: str) -> None:
+    """Close a driver connection; a failure to close is logged, not raised (closing is best effort)."""
+    try:
+        raw.close()
+    except psycopg.Error:  # pragma: no cover - the server or the socket is gone already
+        log.debug("closing %s failed", what, exc_info=True)
+
+
 class _NumericLoader(Loader):
     """``sum()`` of integers is ``numeric`` in PostgreSQL: hand back an int, as SQLite does."""
 
@@ -193,7 +207,7 @@ class Connection:
             raise self._db.translated(exc) from exc
         except (UnicodeEncodeError, ValueError) as exc:
             raise _unstorable(exc) from None
-        if cursor.rowcount > 0 and statement.lstrip().upper().startswith(_WRITES):
+        if cursor.rowcount > 0 and _is_write(statement):
             self.changes += cursor.rowcount
         return cursor
 
@@ -217,10 +231,7 @@ class Connection:
             log.debug("rollback failed", exc_info=True)
 
     def close(self) -> None:
-        try:
-            self.raw.close()
-        except psycopg.Error:  # pragma: no cover - closing is best effort
-            log.debug("closing a connection failed", exc_info=True)
+        close_quietly(self.raw, "a connection")
 
 
 class Database:
@@ -445,10 +456,7 @@ class _ListenSource:
         return news
 
     def close(self) -> None:
-        try:
-            self._raw.close()
-        except psycopg.Error:  # pragma: no cover - closing is best effort
-            log.debug("closing the listener failed", exc_info=True)
+        close_quietly(self._raw, "the listener")
 
 
 class _Probe:
@@ -466,7 +474,4 @@ class _Probe:
         return int(row[0])
 
     def close(self) -> None:
-        try:
-            self._raw.close()
-        except psycopg.Error:  # pragma: no cover - closing is best effort
-            log.debug("closing the probe failed", exc_info=True)
+        close_quietly(self._raw, "the probe")

@@ -96,10 +96,6 @@ def test_keys_json(run: Run, keyring: Path) -> None:
     [listed] = json.loads(run(*ring, "keys", "list", "--json").stdout)
     assert listed == rotated
     assert "material" not in listed  # never the key material
-    assert (
-        json.loads(run("--keyring", str(keyring.with_name("none.json")), "keys", "list", "--json").stdout)
-        == []
-    )
 
 
 @pytest.mark.parametrize(
@@ -135,6 +131,57 @@ def test_the_keyring_from_the_environment(run: Run, keyring: Path) -> None:
     sent = json.loads(run("send", "secure", "from the environment", "--json", env=env).stdout)
     [received] = json.loads(run("receive", "secure", "--json", env=env).stdout)
     assert (received["message_id"], received["body"]) == (sent["message_id"], "from the environment")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("keys", "list"),
+        ("keys", "rotate", "orders"),
+        ("queue", "list"),
+        ("send", "secure", "x"),
+        ("receive", "secure"),
+    ],
+)
+def test_a_keyring_path_with_no_file_is_refused_never_made(
+    run: Run, keyring: Path, args: tuple[str, ...]
+) -> None:
+    _encrypted_queue(run, keyring)
+    typo = keyring.with_name("kyes.json")
+    line = _refused(run, "--keyring", str(typo), *args)
+    assert line == (
+        f"error: KmsNotFound: there is no keyring file at {typo}: create one with `durableq keys create "
+        "ALIAS` (or Keyring(path).create(alias)), or give the path of the keyring that holds the keys"
+    )
+    assert not typo.exists()
+
+
+@pytest.mark.parametrize(
+    ("contents", "says"),
+    [
+        ("[]", "it is a JSON array, not an object"),
+        (
+            '{"format": "durableq-keyring", "version": 1, "keys": {"orders": {"key_id": "k", "current": 1, '
+            '"versions": {"1": {"material": "c2VjcmV0LWtleS1ieXRlcw==", "created_at": "2026-01-01"}}}}}',
+            'alias/orders, version 1: "material" must be 32 bytes (AES-256); it holds 16',
+        ),
+    ],
+    ids=["array", "short key"],
+)
+def test_a_malformed_keyring_is_one_error_line(
+    run: Run, keyring: Path, db: Path, contents: str, says: str
+) -> None:
+    run("init")
+    keyring.write_text(contents)
+    keyring.chmod(0o600)
+    for args in (("keys", "list"), ("queue", "list")):
+        line = _refused(run, "--keyring", str(keyring), *args)
+        assert line == (
+            f"error: KmsAccessDenied: the keyring {keyring} is not a usable durableq keyring: {says}; "
+            "restore it from your copy (durableq never rewrites a keyring it cannot read)"
+        )
+        assert "c2VjcmV0" not in line  # never the key material
+    assert keyring.read_text() == contents
 
 
 # -- encrypted queues ---------------------------------------------------------------
@@ -178,6 +225,7 @@ def test_receive_without_the_keyring_is_refused_and_the_message_stays(
 def test_queue_create_encryption_and_payload_options(
     run: Run, db: Path, location: str, keyring: Path
 ) -> None:
+    run("--keyring", str(keyring), "keys", "create", "aws/sqs")  # a keyring file is made explicitly
     created = run(
         "--keyring", str(keyring), "queue", "create", "managed", "--sse", "--kms-reuse", "120",
         "--large-payloads", "--json",

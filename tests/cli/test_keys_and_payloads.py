@@ -222,6 +222,40 @@ def test_receive_without_the_keyring_is_refused_and_the_message_stays(
     assert (message.message_id, message.body) == (sent["message_id"], "secret")
 
 
+def test_receive_shows_an_unreadable_message_and_keeps_it(
+    run: Run, keyring: Path, location: str, db: Path
+) -> None:
+    # A message sealed under a key of another keyring (the same alias, other material) does not stop
+    # the others: it is shown as unreadable, never saved or deleted, and the exit status says so.
+    _encrypted_queue(run, keyring)
+    stranger = durableq.Keyring(keyring.with_name("stranger.json"))
+    stranger.create("orders")
+    with durableq.open(location, keyring=stranger, payload_dir=payload_dir(location, db)) as broker:
+        poison = broker.get_queue("secure").send("sealed elsewhere").message_id
+    run("--keyring", str(keyring), "send", "secure", "readable")
+    result = run("--keyring", str(keyring), "receive", "secure", "-n", "10", "--delete", code=1)
+    assert "\nreadable\n" in result.stdout
+    assert f"message id:     {poison}" in result.stdout
+    assert "(unreadable: KmsAccessDenied: not received with its body)" in result.stdout
+    assert "deleted 1 of 2 messages" in result.stdout
+    assert result.stderr.splitlines() == [
+        f"message {poison}: KmsAccessDenied: key alias/orders (version 1) of the keyring cannot unwrap "
+        "data key 1: it is not the key the message was encrypted with",
+        "error: EntriesFailed: 1 of 2 messages failed",
+    ]
+    [kept] = json.loads(run("peek", "secure", "--json").stdout)
+    assert (kept["message_id"], kept["state"], kept["receive_count"]) == (poison, "in_flight", 1)
+    run("--keyring", str(keyring), "change-visibility", "secure", _handle(location, poison), "0")
+    [again] = json.loads(run("--keyring", str(keyring), "receive", "secure", "--json", code=1).stdout)
+    assert (again["message_id"], again["body"], again["md5_of_body"]) == (poison, None, None)
+    assert again["unreadable"]["code"] == "KmsAccessDenied"
+
+
+def _handle(location: str, message_id: str) -> str:
+    [(handle,)] = sql_rows(location, "SELECT receipt_handle FROM messages WHERE message_id = ?", message_id)
+    return str(handle)
+
+
 def test_queue_create_encryption_and_payload_options(
     run: Run, db: Path, location: str, keyring: Path
 ) -> None:

@@ -34,8 +34,10 @@ def jsonable(value: Any) -> Any:
         data: dict[str, Any] = {}
         for f in dataclasses.fields(value):
             if f.name == "_text" and isinstance(value, durableq.Message):
-                # A payload stored outside is not read into the JSON: its body is null (see payload_size).
-                data["body"] = value.body if value.payload_size is None else None
+                # A payload stored outside is not read into the JSON: its body is null (see payload_size);
+                # so is an unreadable message's (see "unreadable").
+                readable = value.payload_size is None and value.unreadable is None
+                data["body"] = value.body if readable else None
             elif not f.name.startswith("_"):
                 data[f.name] = jsonable(getattr(value, f.name))
         return data
@@ -131,7 +133,11 @@ def message_json(message: durableq.Message | durableq.PeekedMessage) -> dict[str
     else:
         first = message.first_received_at
         data["first_received_at"] = None if first is None else first.isoformat()
-        data["md5_of_body"] = message.md5_of_body
+        unreadable = message.unreadable
+        data["md5_of_body"] = None if unreadable is not None else message.md5_of_body
+        data["unreadable"] = (
+            None if unreadable is None else {"code": unreadable.code, "message": unreadable.message}
+        )
     return data
 
 

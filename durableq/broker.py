@@ -52,7 +52,9 @@ def open(
     the folder ``PATH.payloads`` beside a SQLite file; on PostgreSQL there is no
     default: give a folder every host shares).
     ``keyring`` is the keyring file (or a :class:`~durableq.keyring.Keyring`) with
-    the master keys of encrypted queues; without one they can be neither sent to
+    the master keys of encrypted queues; it must exist (``KmsNotFound``: make one
+    with ``durableq keys create`` or ``Keyring.create``) and be usable
+    (``KmsAccessDenied``).  Without one, encrypted queues can be neither sent to
     nor received from (``KmsAccessDenied``), though stats, peek metadata and
     moves between queues of the same key still work.
     """
@@ -68,6 +70,8 @@ def open(
     if payload_dir is not None and not isinstance(payload_dir, (str, os.PathLike)):
         raise InvalidParameterValue(f"payload_dir must be a folder path; got {type(payload_dir).__name__}")
     ring = keyring if isinstance(keyring, Keyring) or keyring is None else Keyring(keyring)
+    if ring is not None:
+        ring.check()  # a keyring that does not exist (or is unusable) is an error here: never made later
     db = open_database(path, durability, float(busy_timeout))
     try:
         ensure_schema(db)

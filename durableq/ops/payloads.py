@@ -17,24 +17,24 @@ The lifecycle has one rule in each direction:
   (delete, expiry, purge, deleting the queue) and in whichever process; any broker then unlinks the
   file and forgets the record (:meth:`Payloads.reclaim`).
 
+The folder itself, and which of its entries are the store's, are ``payload_folder.py``'s: the store
+touches only files it made, inside its own private folder, by names it recognises.
+
 Every payload file is encrypted with AES-256-GCM under a key of its own, in chunks of
 :data:`~durableq.limits.PAYLOAD_CHUNK_SIZE` whose nonces count the chunks and mark the last one: a chunk
 that was altered, moved or cut off fails before any of its bytes are returned, and memory stays flat
-while a payload is written or read.  Where the queue encrypts at rest, the file key is sealed with the
-rest of the row (``sealing.py``); where it does not, the file key is in the row in plaintext and the
-encryption only guards integrity.
+while a payload is written or read.
+Where the queue encrypts at rest, the file key is sealed with the rest of the row (``sealing.py``);
+where it does not, the file key is in the row in plaintext and the encryption only guards integrity.
 """
 
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import io
 import json
 import logging
-import os
-import secrets
 import threading
 import time
 from collections.abc import Iterator
@@ -47,8 +47,8 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from .. import limits
 from ..engines.base import Database
-from ..engines.files import fsync_path
-from ..errors import DatabaseError, DurableQError, InvalidParameterValue, MessageCorrupt
+from ..errors import DurableQError, InvalidParameterValue, MessageCorrupt
+from .payload_folder import Folder
 
 log = logging.getLogger(__name__)
 
@@ -89,10 +89,12 @@ def _nonce(index: int, last: bool) -> bytes:
 
 
 class PayloadStore:
-    """The folder of payload files: ``AB/ABCD…`` for a payload named ``ABCD…``, and ``tmp/``."""
+    """The payload files: ``AB/ABCD…`` for a payload named ``ABCD…``, and ``tmp/`` (``payload_folder``
+    keeps the folder's rules)."""
 
     def __init__(self, root: Path | None) -> None:
         self._root = root
+        self.folder = None if root is None else Folder(root)
 
     @property
     def configured(self) -> bool:
@@ -100,93 +102,56 @@ class PayloadStore:
 
     @property
     def root(self) -> Path:
-        if self._root is None:
+        return self._folder().root
+
+    def _folder(self) -> Folder:
+        if self.folder is None:
             raise InvalidParameterValue(
                 "this broker has no payload store: on a PostgreSQL database, open it with "
                 "payload_dir= (CLI: --payload-dir), a folder every host that uses the queue shares"
             )
-        return self._root
+        return self.folder
 
     def path(self, ref: str) -> Path:
-        return self.root / ref[:2] / ref
+        return self._folder().path(ref)
 
     def write(self, source: BinaryIO | None, first: bytes = b"") -> StoredPayload:
         """Store what ``first`` and then ``source`` hold (read in chunks); returns it once its file is
-        durable in place.  InvalidParameterValue if it is empty or larger than the limit."""
-        ref = secrets.token_hex(16)
+        durable in place.  InvalidParameterValue if it is empty or larger than the limit; DatabaseFull
+        (or another DatabaseError) if the store cannot take it, leaving no file behind."""
         key = AESGCM.generate_key(bit_length=256)
         aead = AESGCM(key)
         sha, md5 = hashlib.sha256(), hashlib.md5(usedforsecurity=False)
-        folder = self._folder(self.root / "tmp")
-        partial = folder / f"{ref}.partial"
         size = 0
-        try:
-            with open(partial, "xb") as out:
-                os.fchmod(out.fileno(), limits.DEFAULT_FILE_MODE)
-                chunks = _chunks(source, first)
-                chunk = next(chunks, b"")
-                index = 0
-                while chunk:
-                    following = next(chunks, b"")
-                    size += len(chunk)
-                    if size > limits.MAX_PAYLOAD_SIZE:
-                        raise InvalidParameterValue(
-                            f"the payload is over {limits.MAX_PAYLOAD_SIZE} bytes, the most a queue with "
-                            "large payloads takes"
-                        )
-                    sha.update(chunk)
-                    md5.update(chunk)
-                    out.write(aead.encrypt(_nonce(index, not following), chunk, None))
-                    chunk, index = following, index + 1
-                if size == 0:
-                    raise InvalidParameterValue("the payload is empty; a message body has at least 1 byte")
-                out.flush()
-                os.fsync(out.fileno())
-            # Always fsynced, whatever the durability: the row that names the file may reach the disk
-            # at any later commit, and must never arrive there without it (one fsync per payload of
-            # more than the queue's size limit costs little beside writing it).
-            target = self.path(ref)
-            self._folder(target.parent)
-            os.rename(partial, target)
-            fsync_path(target.parent)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(partial)
-            raise
-        return StoredPayload(ref, size, sha.hexdigest(), md5.hexdigest(), key)
+        with self._folder().new_file() as out:
+            chunks = _chunks(source, first)
+            chunk = next(chunks, b"")
+            index = 0
+            while chunk:
+                following = next(chunks, b"")
+                size += len(chunk)
+                if size > limits.MAX_PAYLOAD_SIZE:
+                    raise InvalidParameterValue(
+                        f"the payload is over {limits.MAX_PAYLOAD_SIZE} bytes, the most a queue with "
+                        "large payloads takes"
+                    )
+                sha.update(chunk)
+                md5.update(chunk)
+                out.write(aead.encrypt(_nonce(index, not following), chunk, None))
+                chunk, index = following, index + 1
+            if size == 0:
+                raise InvalidParameterValue("the payload is empty; a message body has at least 1 byte")
+            out.keep()
+        return StoredPayload(out.ref, size, sha.hexdigest(), md5.hexdigest(), key)
 
     def discard(self, ref: str) -> None:
         """Remove a payload file (gone already is fine)."""
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path(ref))
+        self._folder().remove(ref)
 
     def open(self, payload: StoredPayload, message_id: str) -> io.BufferedReader:
         """A binary file object over the payload's plaintext, checked chunk by chunk."""
-        try:
-            raw = open(self.path(payload.ref), "rb")
-        except FileNotFoundError:
-            raise MessageCorrupt(
-                f"the payload file of message {message_id} ({self.path(payload.ref)}) is gone: the message "
-                "was deleted, or the file was removed by hand"
-            ) from None
+        raw = self._folder().open_file(payload.ref, f"the payload file of message {message_id}")
         return io.BufferedReader(_PayloadReader(raw, payload, message_id), buffer_size=_CHUNK)
-
-    def _folder(self, path: Path) -> Path:
-        """``path`` (the store's root or a folder in it), made private with its root if missing."""
-        try:
-            for folder in (self.root, path):  # each with its mode (parents=True would use the umask's)
-                folder.mkdir(mode=limits.PAYLOAD_DIR_MODE, exist_ok=True)
-        except OSError as exc:
-            raise DatabaseError(f"cannot create the payload folder {path}: {exc.strerror or exc}") from exc
-        return path
-
-    def files(self) -> Iterator[Path]:
-        """Every file of the store (payloads, and unfinished ones under ``tmp/``)."""
-        if self._root is None or not self._root.is_dir():
-            return
-        for folder in self.root.iterdir():
-            if folder.is_dir():
-                yield from (f for f in folder.iterdir() if f.is_file())
 
 
 def _chunks(source: BinaryIO | None, first: bytes) -> Iterator[bytes]:
@@ -274,7 +239,7 @@ class Payloads:
         self._db = db
         self.store = PayloadStore(root)
         self._lock = threading.Lock()
-        self._active = root is not None and root.is_dir()
+        self._active = self.store.folder is not None and self.store.folder.exists()
         self._looked = time.monotonic()
         self._swept = 0.0  # monotonic time of the last orphan sweep (0: never)
 
@@ -308,7 +273,7 @@ class Payloads:
             if now - self._looked < _RECHECK:
                 return
             self._looked = now
-            if self.root is None or not self.root.is_dir():
+            if self.store.folder is None or not self.store.folder.exists():
                 return
             self._active = True
         try:
@@ -319,8 +284,12 @@ class Payloads:
             log.warning("could not remove payload files now (will retry)", exc_info=True)
 
     def reclaim(self) -> int:
-        """Remove the files of rows that are gone (``payload_trash``); returns how many."""
-        done = 0
+        """Remove the files of rows that are gone (``payload_trash``); returns how many records were
+        settled.  A record that is not a payload's name (a row written by hand: an absolute path,
+        ``..``) is logged and dropped, and nothing is removed for it."""
+        folder, done = self.store.folder, 0
+        if folder is None:  # the records wait for a broker with the store (another host's, say)
+            return 0
         with self._lock:
             while True:
                 with self._db.statement() as conn:
@@ -328,7 +297,7 @@ class Payloads:
                 if not refs:
                     return done
                 for ref in refs:
-                    self.store.discard(ref)
+                    folder.remove(ref)
                 with self._db.write() as conn:  # one transaction for the batch
                     conn.executemany(_FORGET, [(ref,) for ref in refs])
                 done += len(refs)
@@ -337,19 +306,10 @@ class Payloads:
         """Remove payload files that no row names and that are older than ``grace`` seconds (those of
         sends cut by a crash between writing the file and committing the row); returns how many."""
         self._swept = time.monotonic()
-        cutoff = time.time() - grace
-        removed = 0
-        for file in self.store.files():
-            try:
-                if file.stat().st_mtime > cutoff:
-                    continue
-            except FileNotFoundError:
-                continue
-            if file.parent.name != "tmp":
-                with self._db.statement() as conn:
-                    if conn.execute(_NAMED, (file.name,)).fetchone() is not None:
-                        continue
-            with contextlib.suppress(FileNotFoundError):
-                file.unlink()
-                removed += 1
-        return removed
+        if self.store.folder is None:
+            return 0
+        return self.store.folder.sweep(time.time() - grace, self._named)
+
+    def _named(self, ref: str) -> bool:
+        with self._db.statement() as conn:
+            return conn.execute(_NAMED, (ref,)).fetchone() is not None

@@ -1,16 +1,18 @@
 """The payload store's folder: it touches only files it made, inside its own folder, by names it
 recognises; it never follows a symbolic link, refuses a folder that is not private to it (or that holds
-the database), refuses trash entries that are not plain names of its own files, and says so when its disk
-is full (issue 27)."""
+the database), refuses trash entries that are not plain names of its own files, says so when its disk is
+full, and hands out no byte of a payload that fails its check (issue 27)."""
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -256,3 +258,53 @@ def test_a_full_disk_under_the_store_is_a_durableq_error_and_leaves_no_file(
         assert _payload_files(store) == before and list(store.rglob("*.partial")) == []
         (message_kept,) = big.receive()  # the acknowledged message is whole
         assert message_kept.message_id == kept.message_id and message_kept.body == "k" * BIG
+
+
+# -- a damaged payload ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def damaged(broker: durableq.Broker, target: str) -> Iterator[tuple[durableq.Message, Path, bytes]]:
+    """A received message of three chunks, its payload file, and what it holds."""
+    big = broker.create_queue("big", large_payloads=True)
+    data = os.urandom(3 * limits.PAYLOAD_CHUNK_SIZE)
+    big.send_file(io.BytesIO(data))
+    (message,) = big.receive()
+    ((ref,),) = sql_rows(target, "SELECT payload_ref FROM messages")
+    yield message, Path(broker.payload_dir) / str(ref)[:2] / str(ref), data
+
+
+@pytest.mark.parametrize("how", ["flip a bit of the last chunk", "cut the last chunk off", "extend"])
+def test_a_damaged_payload_returns_no_byte(damaged: tuple[durableq.Message, Path, bytes], how: str) -> None:
+    message, file, data = damaged
+    with message.open_payload() as stream:  # intact: streamed in parts
+        assert stream.read(10) == data[:10] and stream.read() == data[10:]
+    content = bytearray(file.read_bytes())
+    if how.startswith("flip"):
+        content[-100] ^= 1
+    elif how.startswith("cut"):
+        del content[2 * (limits.PAYLOAD_CHUNK_SIZE + 16) :]
+    else:
+        content += b"\0"
+    file.write_bytes(bytes(content))
+    with message.open_payload() as stream, pytest.raises(durableq.MessageCorrupt):
+        stream.read(1)
+    out = io.BytesIO()
+    with message.open_payload() as stream, pytest.raises(durableq.MessageCorrupt):
+        shutil.copyfileobj(stream, out)
+    assert out.getvalue() == b""
+    with message.open_payload() as stream, pytest.raises(durableq.MessageCorrupt):
+        stream.read()
+
+
+def test_a_payload_file_replaced_by_a_symlink_is_not_followed(
+    damaged: tuple[durableq.Message, Path, bytes], tmp_path: Path
+) -> None:
+    message, file, _ = damaged
+    copy = tmp_path / "copy"
+    shutil.copyfile(file, copy)  # the very bytes, but not the store's file
+    file.unlink()
+    file.symlink_to(copy)
+    with pytest.raises(durableq.MessageCorrupt, match="not a regular file"):
+        message.open_payload()
+    assert copy.exists()  # the link's target is left alone

@@ -21,9 +21,9 @@ The folder itself, and which of its entries are the store's, are ``payload_folde
 touches only files it made, inside its own private folder, by names it recognises.
 
 Every payload file is encrypted with AES-256-GCM under a key of its own, in chunks of
-:data:`~durableq.limits.PAYLOAD_CHUNK_SIZE` whose nonces count the chunks and mark the last one: a chunk
-that was altered, moved or cut off fails before any of its bytes are returned, and memory stays flat
-while a payload is written or read.
+:data:`~durableq.limits.PAYLOAD_CHUNK_SIZE` whose nonces count the chunks and mark the last one: a file
+that was altered, swapped, cut off or extended fails its check before any of its bytes are returned
+(the reader checks the whole file first), and memory stays flat while a payload is written or read.
 Where the queue encrypts at rest, the file key is sealed with the rest of the row (``sealing.py``);
 where it does not, the file key is in the row in plaintext and the encryption only guards integrity.
 """
@@ -47,7 +47,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from .. import limits
 from ..engines.base import Database
-from ..errors import DurableQError, InvalidParameterValue, MessageCorrupt
+from ..errors import DatabaseError, DurableQError, InvalidParameterValue, MessageCorrupt
 from .payload_folder import Folder
 
 log = logging.getLogger(__name__)
@@ -149,7 +149,8 @@ class PayloadStore:
         self._folder().remove(ref)
 
     def open(self, payload: StoredPayload, message_id: str) -> io.BufferedReader:
-        """A binary file object over the payload's plaintext, checked chunk by chunk."""
+        """A binary file object over the payload's plaintext: the whole file is checked before its
+        first byte is returned (MessageCorrupt otherwise), and each chunk again as it is read."""
         raw = self._folder().open_file(payload.ref, f"the payload file of message {message_id}")
         return io.BufferedReader(_PayloadReader(raw, payload, message_id), buffer_size=_CHUNK)
 
@@ -177,8 +178,10 @@ def _chunks(source: BinaryIO | None, first: bytes) -> Iterator[bytes]:
 
 
 class _PayloadReader(io.RawIOBase):
-    """Decrypts a payload file chunk by chunk; each chunk authenticates before its bytes come out, and
-    the size and SHA-256 of the whole are checked at its end."""
+    """Decrypts a payload file chunk by chunk.  Before its first byte goes out, the whole file is
+    checked (every chunk authenticates, nothing follows the last, the size and SHA-256 are the row's);
+    then each chunk authenticates again as it is streamed, so a file changed in between still returns
+    no byte that was not checked.  :meth:`readall` (``read()`` of the whole) checks in its one pass."""
 
     def __init__(self, raw: BinaryIO, payload: StoredPayload, message_id: str) -> None:
         self._raw = raw
@@ -188,43 +191,70 @@ class _PayloadReader(io.RawIOBase):
         self._chunks = max(1, -(-payload.size // _CHUNK))
         self._index = 0
         self._buffer = b""
-        self._sha = hashlib.sha256()
-        self._read = 0
+        self._checked = False
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, target: memoryview) -> int:  # type: ignore[override]
+        if not self._checked:
+            for _ in self._checking():
+                pass
+            self._raw.seek(0)
         if not self._buffer:
             if self._index >= self._chunks:
                 return 0
-            self._buffer = self._next_chunk()
+            self._buffer = self._decrypt(self._index)
+            self._index += 1
         count = min(len(target), len(self._buffer))
         target[:count] = self._buffer[:count]
         self._buffer = self._buffer[count:]
         return count
 
-    def _next_chunk(self) -> bytes:
-        last = self._index == self._chunks - 1
-        sealed = self._raw.read(_CHUNK + _TAG)
+    def readall(self) -> bytes:
+        if self._checked:
+            return super().readall() or b""
+        whole = bytearray()
+        for plain in self._checking():
+            whole += plain
+        self._index = self._chunks
+        return bytes(whole)
+
+    def _checking(self) -> Iterator[bytes]:
+        """Every chunk's plaintext, from the start of the file; MessageCorrupt (before the chunk that
+        fails, or after the last) if the file is not exactly the payload its row describes."""
+        sha, size = hashlib.sha256(), 0
+        for index in range(self._chunks):
+            plain = self._decrypt(index)
+            sha.update(plain)
+            size += len(plain)
+            if index < self._chunks - 1:
+                yield plain
+        if self._read(1):
+            raise self._corrupt("the file is longer than its payload")
+        if size != self._payload.size or sha.hexdigest() != self._payload.sha256:
+            raise self._corrupt("its SHA-256 does not match the one its message holds")
+        self._checked = True
+        yield plain
+
+    def _decrypt(self, index: int) -> bytes:
+        sealed = self._read(_CHUNK + _TAG)
         try:
-            plain = self._aead.decrypt(_nonce(self._index, last), sealed, None)
+            return self._aead.decrypt(_nonce(index, index == self._chunks - 1), sealed, None)
         except InvalidTag:
-            raise self._corrupt(f"chunk {self._index} does not authenticate") from None
-        self._index += 1
-        self._sha.update(plain)
-        self._read += len(plain)
-        if last:
-            if self._raw.read(1):
-                raise self._corrupt("the file is longer than its payload")
-            if self._read != self._payload.size or self._sha.hexdigest() != self._payload.sha256:
-                raise self._corrupt("its SHA-256 does not match the one its message holds")
-        return plain
+            raise self._corrupt(f"chunk {index} does not authenticate") from None
+
+    def _read(self, size: int) -> bytes:
+        try:
+            return self._raw.read(size)
+        except OSError as exc:
+            raise DatabaseError(
+                f"cannot read the payload file of message {self._message_id}: {exc.strerror or exc}"
+            ) from exc
 
     def _corrupt(self, why: str) -> MessageCorrupt:
         return MessageCorrupt(
-            f"the payload of message {self._message_id} failed its check ({why}); none of it is returned "
-            "past that point"
+            f"the payload of message {self._message_id} failed its check ({why}); none of it is returned"
         )
 
     def close(self) -> None:

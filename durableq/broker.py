@@ -14,13 +14,13 @@ from typing import Any
 
 from . import limits
 from .engines.base import Database
-from .engines.location import open_database
+from .engines.location import open_database, postgres_url
 from .engines.migrate import ensure_schema
 from .engines.sqlite import Database as SqliteDatabase
 from .errors import DurableQError, InvalidParameterValue
 from .keyring import Keyring
 from .limits import DEFAULT, _Default
-from .ops import audit, history, queue_rows, settings, validation
+from .ops import audit, history, payload_folder, queue_rows, settings, validation
 from .ops.runtime import Runtime
 from .queue import Queue
 from .temporary import TemporaryQueue
@@ -50,7 +50,8 @@ def open(
     ``busy_timeout`` bounds how long a call waits for another writer (a lock).
     ``payload_dir`` is the payload store of queues with large payloads (default:
     the folder ``PATH.payloads`` beside a SQLite file; on PostgreSQL there is no
-    default: give a folder every host shares).
+    default: give a folder every host shares); an existing one must be a folder
+    (not a link) of this user with mode 700, and not hold the database.
     ``keyring`` is the keyring file (or a :class:`~durableq.keyring.Keyring`) with
     the master keys of encrypted queues; it must exist (``KmsNotFound``: make one
     with ``durableq keys create`` or ``Keyring.create``) and be usable
@@ -67,8 +68,10 @@ def open(
         raise InvalidParameterValue(
             f"path must be a file path or a postgresql:// URL; got {type(path).__name__}"
         )
-    if payload_dir is not None and not isinstance(payload_dir, (str, os.PathLike)):
-        raise InvalidParameterValue(f"payload_dir must be a folder path; got {type(payload_dir).__name__}")
+    # Checked before the file is made: a folder that is not private, or holds the database, is refused.
+    payloads = payload_folder.location(
+        payload_dir, None if isinstance(path, str) and postgres_url(path) else Path(path)
+    )
     ring = keyring if isinstance(keyring, Keyring) or keyring is None else Keyring(keyring)
     if ring is not None:
         ring.check()  # a keyring that does not exist (or is unusable) is an error here: never made later
@@ -78,12 +81,6 @@ def open(
     except BaseException:
         db.close()
         raise
-    if payload_dir is not None:
-        payloads = Path(payload_dir)
-    elif isinstance(db, SqliteDatabase):
-        payloads = Path(f"{db.path}.payloads")
-    else:  # no file to put it beside: large payloads on PostgreSQL need payload_dir (shared storage)
-        payloads = None
     return Broker(Runtime(db, clock or time.time, ring, payloads))
 
 

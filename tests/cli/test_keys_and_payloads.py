@@ -392,3 +392,26 @@ def test_the_payload_dir_option_and_variable(
     assert received.exit_code == 0, received.output
     [saved] = out.iterdir()
     assert saved.read_bytes() == blob.read_bytes()
+
+
+def test_the_payload_dir_option_touches_only_the_stores_own_files(
+    run: Run, db: Path, location: str, tmp_path: Path
+) -> None:
+    share = tmp_path / "share"  # a folder of the user's own that holds other files, as a home folder does
+    share.mkdir(mode=0o700)
+    others = [share / "notes.txt", share / "ab" / "old.log", share / "tmp" / "draft.txt"]
+    for path in others:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text("not a payload")
+        os.utime(path, (0, 0))  # older than any grace period
+    run("--payload-dir", str(share), "queue", "create", "jobs")
+    assert run("--payload-dir", str(share), "queue", "list").stdout == "jobs\n"
+    assert all(path.exists() for path in others)
+    share.chmod(0o777)
+    line = _refused(run, "--payload-dir", str(share), "queue", "list")
+    assert line.startswith(f"error: InvalidParameterValue: the payload store {share} ")
+    assert f"chmod 700 {share}" in line
+    if not location.startswith("postgresql://"):  # a SQLite file's folder holds the database
+        line = _refused(run, "--payload-dir", str(db.parent), "queue", "list")
+        assert line.startswith(f"error: InvalidParameterValue: the payload store {db.parent} holds ")
+    assert all(path.exists() for path in others)

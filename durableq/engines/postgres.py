@@ -49,7 +49,7 @@ from ..errors import (
 from . import sql, watch
 from .base import Cursor, Params, PerThread
 from .group import GroupStats
-from .location import redacted
+from .location import redacted, scrubbed
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -153,7 +153,8 @@ class _NumericLoader(Loader):
 def translate(exc: psycopg.Error, location: str, busy_timeout: float) -> DatabaseError:
     """The durableq error for a driver error (raise it ``from exc``)."""
     where = redacted(location)
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    said = scrubbed(str(exc).strip(), location)
+    text = said.splitlines()[0] if said else type(exc).__name__
     if isinstance(exc, (pgerrors.LockNotAvailable, pgerrors.DeadlockDetected, pgerrors.SerializationFailure)):
         return DatabaseLocked(
             f"{where}: a lock stayed taken by another connection for more than {busy_timeout:g} s, "

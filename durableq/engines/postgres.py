@@ -216,6 +216,16 @@ class Connection:
     def in_transaction(self) -> bool:
         return self.raw.info.transaction_status != TransactionStatus.IDLE
 
+    @property
+    def idle(self) -> bool:
+        """Open, and neither inside a transaction nor running a statement: fit to hand out."""
+        return not self.raw.closed and self.raw.info.transaction_status == TransactionStatus.IDLE
+
+    @property
+    def cut_off(self) -> bool:
+        """Is a statement still under way (an interrupt came while the driver waited for it)?"""
+        return self.raw.info.transaction_status in (TransactionStatus.ACTIVE, TransactionStatus.UNKNOWN)
+
     def run(self, command: str) -> None:
         """A statement of the engine's own (no parameters; several may be joined by ``;``)."""
         try:
@@ -282,11 +292,12 @@ class Database:
 
     @property
     def conn(self) -> Connection:
-        """This thread's connection, opened on first use (and again if the server dropped it)."""
+        """This thread's connection, opened on first use (and again if the server dropped it, or a
+        statement of it was cut off half way: its state is unknown)."""
         if self._closed:
             raise BrokerClosed(f"{self.name}: the broker is closed")
         conn = self._connections.current()
-        if conn is not None and not (conn.raw.closed or conn.raw.broken):
+        if conn is not None and not (conn.raw.closed or conn.raw.broken or conn.cut_off):
             return conn
         if conn is not None:
             self._connections.release(conn)
@@ -305,6 +316,12 @@ class Database:
         return translate(exc, self.location, self.busy_timeout)
 
     # -- transactions ----------------------------------------------------------------------
+    #
+    # A connection is handed out idle, and given back idle or closed: every transaction runs
+    # through _transaction, whose one except clause (_restore) covers every step that can fail
+    # (the lock of its BEGIN timing out, a statement, NOTIFY or COMMIT, an interrupt, a connection
+    # the server dropped).  A connection left inside an aborted transaction would fail every later
+    # call of its thread, and hold its locks meanwhile.
 
     def write(self) -> AbstractContextManager[Connection]:
         """A write transaction that runs alone: the writers' lock, exclusively (as SQLite's
@@ -326,18 +343,27 @@ class Database:
 
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[Connection]:
+        """``begin`` … ``COMMIT`` (with ``NOTIFY`` if rows changed) on this thread's connection."""
         conn = self.conn
         changes = conn.changes
-        conn.run(begin)
         try:
+            conn.run(begin)
             yield conn
             changed = conn.changes != changes
             conn.run(f"NOTIFY {CHANNEL}; COMMIT" if changed else "COMMIT")
         except BaseException:
-            conn.rollback()
+            self._restore(conn)
             raise
         if changed:
             self._watching.committed()
+
+    def _restore(self, conn: Connection) -> None:
+        """After a transaction failed at any step: roll ``conn`` back to idle, or, where that cannot
+        be made sure of (broken, a statement cut off half way), close it; the thread's next call
+        then opens a new one."""
+        conn.rollback()
+        if not conn.idle:
+            self._connections.release(conn)
 
     @property
     def waiting(self) -> int:

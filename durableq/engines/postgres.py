@@ -68,6 +68,13 @@ VERSION_TABLE = "durableq_version"
 
 _SYNCHRONOUS = {"full": "on", "normal": "off"}
 
+#: How a settled read begins (see :meth:`Database.settled_read`), in this order on an idle
+#: connection: the writers' lock taken exclusively for the session, then the transaction, whose
+#: first statement (where its snapshot is taken) releases the lock.  If the second fails, the
+#: connection may still hold the lock: close it.
+SETTLED_BARRIER = f"SELECT pg_advisory_lock({_WRITERS})"
+SETTLED_BEGIN = f"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT pg_advisory_unlock({_WRITERS})"
+
 
 # -- spelling SQLite's statements in PostgreSQL's SQL -------------------------------------------
 
@@ -336,34 +343,67 @@ class Database:
         """A read transaction: one ``REPEATABLE READ`` snapshot."""
         return self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
 
+    def settled_read(self) -> AbstractContextManager[Connection]:
+        """A read transaction whose snapshot is *settled*: taken while no write was under way, so
+        every event id at or below the highest it shows has committed, or never will.
+
+        Why it is needed: ids come from a sequence as rows are written, and one-statement writes
+        commit side by side (the writers' lock shared), so id N + 1 may commit before N.  A plain
+        snapshot between the two commits shows N + 1 without N, and a reader that resumes after
+        N + 1 never sees N.
+
+        Why this is correct: every durableq write holds the writers' lock (shared or exclusive)
+        from its ``BEGIN`` to its end, so a transaction that took an id holds it until it has
+        committed or rolled back.  ``pg_advisory_lock`` (exclusive) waits until no transaction
+        holds it and keeps new ones out; PostgreSQL makes a commit visible to new snapshots before
+        it releases the transaction's locks (``ProcArrayEndTransaction`` comes before the locks'
+        release in ``CommitTransaction``).  A ``REPEATABLE READ`` transaction takes its snapshot
+        at the start of its first statement, here the one that releases the lock: at that moment
+        every id given so far belongs to a transaction that has ended (it is in the snapshot, or
+        was rolled back), and every id given later is higher.
+
+        The cost falls on readers: a settled read waits for the writes under way (as a write that
+        runs alone does), and writes that start meanwhile wait for it; the lock is released as
+        soon as the snapshot is taken, and no write pays anything when nobody reads."""
+        return self._transaction(SETTLED_BEGIN, barrier=SETTLED_BARRIER)
+
     @contextmanager
     def statement(self) -> Iterator[Connection]:
         """This thread's connection for reads of one statement (autocommit)."""
         yield self.conn
 
     @contextmanager
-    def _transaction(self, begin: str) -> Iterator[Connection]:
-        """``begin`` … ``COMMIT`` (with ``NOTIFY`` if rows changed) on this thread's connection."""
+    def _transaction(self, begin: str, *, barrier: str | None = None) -> Iterator[Connection]:
+        """``begin`` … ``COMMIT`` (with ``NOTIFY`` if rows changed) on this thread's connection.
+        ``barrier``: a statement before ``begin`` that takes a session lock ``begin`` releases."""
         conn = self.conn
         changes = conn.changes
+        # From the barrier's start to begin's end, the session lock may be held (even by a barrier
+        # that seemed to fail: an interrupt may cut it off after the server granted it).
+        holding = barrier is not None
         try:
+            if barrier is not None:
+                conn.run(barrier)
             conn.run(begin)
+            holding = False
             yield conn
             changed = conn.changes != changes
             conn.run(f"NOTIFY {CHANNEL}; COMMIT" if changed else "COMMIT")
         except BaseException:
-            self._restore(conn)
+            self._restore(conn, holding=holding)
             raise
         if changed:
             self._watching.committed()
 
-    def _restore(self, conn: Connection) -> None:
+    def _restore(self, conn: Connection, *, holding: bool) -> None:
         """After a transaction failed at any step: roll ``conn`` back to idle, or, where that cannot
-        be made sure of (broken, a statement cut off half way), close it; the thread's next call
-        then opens a new one."""
-        conn.rollback()
-        if not conn.idle:
-            self._connections.release(conn)
+        be made sure of (broken, a statement cut off half way, a session lock it may still hold),
+        close it; the thread's next call then opens a new one."""
+        if not holding:
+            conn.rollback()
+            if conn.idle:
+                return
+        self._connections.release(conn)
 
     @property
     def waiting(self) -> int:

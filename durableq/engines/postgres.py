@@ -1,7 +1,7 @@
 """The PostgreSQL engine: connections to a server many hosts share, transactions, notification.
 
-The operations' statements are written once, in SQLite's spelling; :func:`spell` turns each into
-PostgreSQL's once (cached): the parameter style, and the fragments of :mod:`.sql` that differ.
+The operations' statements are written once, in SQLite's spelling; :mod:`.spelling` turns each into
+PostgreSQL's.
 
 Concurrency.  SQLite lets one writer in at a time, and every rule of the operations was written
 against that.  Here:
@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -46,10 +45,11 @@ from ..errors import (
     InvalidParameterValue,
     UnsupportedOperation,
 )
-from . import sql, watch
+from . import watch
 from .base import Cursor, Params, PerThread
 from .group import GroupStats
 from .location import redacted, scrubbed
+from .spelling import spell
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -74,62 +74,6 @@ _SYNCHRONOUS = {"full": "on", "normal": "off"}
 #: connection may still hold the lock: close it.
 SETTLED_BARRIER = f"SELECT pg_advisory_lock({_WRITERS})"
 SETTLED_BEGIN = f"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT pg_advisory_unlock({_WRITERS})"
-
-
-# -- spelling SQLite's statements in PostgreSQL's SQL -------------------------------------------
-
-_PARAM = re.compile(r"'(?:[^']|'')*'|--[^\n]*|/\*.*?\*/|::|:([A-Za-z_]\w*)|\?|%", re.S)
-
-#: The fragments of :mod:`.sql` (SQLite's spelling) and PostgreSQL's spelling of each.
-_SPELLINGS: list[tuple[re.Pattern[str], str]] = [
-    (
-        re.compile(re.escape(sql.in_ids(":P")).replace(":P", r":(\w+)")),
-        r"(SELECT CAST(value AS bigint) FROM json_array_elements_text(CAST(:\1 AS json)))",
-    ),
-    (
-        re.compile(re.escape(sql.in_texts(":P")).replace(":P", r":(\w+)")),
-        r"(SELECT value FROM json_array_elements_text(CAST(:\1 AS json)))",
-    ),
-    (re.compile(re.escape(sql.SKIP_LOCKED)), "FOR UPDATE SKIP LOCKED"),
-    (
-        re.compile(re.escape(sql.NEW_HANDLE)),
-        f"format('%s.%s.%s.%s', queue_id, id, secret, {sql.RANDOM_HEX_PG})",
-    ),
-    (
-        re.compile(re.escape(sql.catalog_bump(7)).replace("7", r"(\d+)")),
-        r"UPDATE durableq_catalog SET version = \1",
-    ),
-    (re.compile(re.escape(sql.CATALOG_VERSION)), "SELECT version FROM durableq_catalog"),
-    (re.compile(re.escape(sql.byte_length("X")).replace("X", r"(\w+)")), r"octet_length(\1)"),
-    # SQLite's planner hint (PostgreSQL plans on its own).
-    (re.compile(r"\bINDEXED BY \w+"), ""),
-]
-
-
-def spell_fragments(statement: str) -> str:
-    """``statement`` (SQLite's SQL) with PostgreSQL's spelling of the fragments of :mod:`.sql`, and
-    nothing else changed (for SQL handed to another driver: Spark's JDBC reads)."""
-    for pattern, replacement in _SPELLINGS:
-        statement = pattern.sub(replacement, statement)
-    return statement
-
-
-@lru_cache(maxsize=1024)
-def spell(statement: str) -> str:
-    """``statement`` (SQLite's SQL, ``:name`` or ``?`` parameters) in PostgreSQL's SQL for psycopg."""
-    statement = spell_fragments(statement)
-
-    def placeholder(match: re.Match[str]) -> str:
-        token = match.group(0)
-        if match.group(1) is not None:
-            return f"%({match.group(1)})s"
-        if token == "?":
-            return "%s"
-        if token == "%":
-            return "%%"
-        return token.replace("%", "%%")  # a string literal, a comment or a cast, as it is
-
-    return _PARAM.sub(placeholder, statement)
 
 
 _WRITES = ("INSERT", "UPDATE", "DELETE")

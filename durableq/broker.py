@@ -366,7 +366,7 @@ class Broker:
         if after is not None:
             validation.integer("after", after, 0, limits.MAX_EVENT_ID, "(an event_id)")
         validation.integer("limit", limit, 1, limits.MAX_EVENT_LIMIT, "events")
-        with self._rt.db.read() as conn:
+        with self._rt.db.settled_read() as conn:  # so that resuming after an id misses none
             return audit.events(conn, queue, start, after, limit)
 
     def message_events(
@@ -378,19 +378,22 @@ class Broker:
     ) -> list[MessageEvent]:
         """The message history of every queue that keeps one, oldest first: events whose
         ``event_id`` is above ``after`` and at most ``until`` (default: the newest), at most
-        ``limit`` (1-100,000).  Ids only grow, so a reader resumes after the last one it saw."""
+        ``limit`` (1-100,000).  Ids only grow, and no event is read while one with a lower id may still
+        commit (on PostgreSQL, where writes commit side by side, the read waits for the writes under
+        way), so a reader resumes after the last one it saw and misses none."""
         validation.integer("after", after, 0, limits.MAX_EVENT_ID, "(an event_id)")
         if until is not None:
             validation.integer("until", until, 0, limits.MAX_EVENT_ID, "(an event_id)")
         validation.integer("limit", limit, 1, limits.MAX_EVENT_LIMIT, "events")
-        with self._rt.db.read() as conn:
+        with self._rt.db.settled_read() as conn:  # so that resuming after an id misses none
             return history.events(
                 conn, after=after, until=limits.MAX_EVENT_ID if until is None else until, limit=limit
             )
 
     def newest_event_id(self) -> int:
-        """The highest message-event id of the file (0 if none): later events have higher ids."""
-        with self._rt.db.statement() as conn:
+        """The highest message-event id of the file (0 if none): later events have higher ids, and
+        no event at or below it is still to commit (a bound to read up to, with ``until``)."""
+        with self._rt.db.settled_read() as conn:
             return history.newest_event_id(conn)
 
     def wait_for_message_move(self, task_handle: str, timeout: float | None = None) -> None:

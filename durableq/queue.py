@@ -137,7 +137,7 @@ class Queue:
         if after is not None:
             validation.integer("after", after, 0, limits.MAX_EVENT_ID, "(an event_id)")
         validation.integer("limit", limit, 1, limits.MAX_EVENT_LIMIT, "events")
-        with self._rt.db.read() as conn:
+        with self._rt.db.settled_read() as conn:  # so that resuming after an id misses none
             return history.events(conn, queue=self._fresh(conn), since=start, after=after or 0, limit=limit)
 
     def peek(self, *, state: str | None = None, limit: int = limits.DEFAULT_PEEK) -> list[PeekedMessage]:

@@ -16,6 +16,7 @@ import click
 
 import durableq
 from durableq.engines.location import postgres_url
+from durableq.text import printable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,7 +38,8 @@ class CommandFailed(click.ClickException):
         self.code = code
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.code}: {self.format_message()}", err=True)
+        # One line, whatever the message repeats (a path, a name with a line break in it).
+        click.echo(f"error: {self.code}: {printable(self.format_message())}", err=True)
 
 
 class DurableQGroup(click.Group):
@@ -182,5 +184,6 @@ def fail_entries(failed: list[tuple[str, str, str]], total: int, what: str) -> N
     ``failed`` holds ``(where, code, message)``; nothing happens when it is empty.
     """
     if failed:
-        click.echo("\n".join(f"{where}: {code}: {message}" for where, code, message in failed), err=True)
+        lines = (f"{printable(where)}: {code}: {printable(message)}" for where, code, message in failed)
+        click.echo("\n".join(lines), err=True)
         raise CommandFailed(ENTRIES_FAILED, f"{len(failed)} of {total} {what} failed")

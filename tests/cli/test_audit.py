@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import durableq
+
 from .conftest import Run
 
 
@@ -37,3 +39,19 @@ def test_bad_options_name_the_option(run: Run) -> None:
     assert run("audit", "--after", "-1", code=1).stderr.startswith(
         "error: InvalidParameterValue: --after must be"
     )
+
+
+def test_control_characters_are_escaped_in_the_audit_table_and_error_lines(
+    run: Run, broker: durableq.Broker
+) -> None:
+    """A refused name or a tag key with a line break cannot forge a line of `durableq audit`."""
+    broker.create_queue("jobs")
+    forged = "x\n2099-01-01 00:00:00 UTC  DeleteQueue  jobs  OK"
+    refused = run("queue", "delete", forged, code=1)
+    assert refused.stderr.count("\n") == 1 and "\\n2099" in refused.stderr
+    run("queue", "untag", "jobs", "k\r\x1b[2Jey")
+    lines = run("audit").stdout.splitlines()
+    assert len(lines) == 1 + 3  # the header and one line per event
+    assert "x\\n2099-01-01" in lines[2] and "k\\r\\x1b[2Jey" in lines[3]
+    events = json.loads(run("audit", "--json").stdout)  # the JSON keeps the exact text
+    assert events[1]["queue"] == forged and events[2]["detail"] == {"keys": ["k\r\x1b[2Jey"]}

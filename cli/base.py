@@ -161,12 +161,41 @@ def existing_db_location() -> str:
 
 
 def open_broker(*, create: bool = False) -> durableq.Broker:
-    """Open the database (closed when the command ends); ``create`` allows a new file."""
+    """Open the database, once per command (closed when the command ends); ``create`` allows a new file."""
+    ctx = click.get_current_context()
+    opened = ctx.meta.get(_BROKER)
+    if isinstance(opened, durableq.Broker):
+        return opened
     path = db_location() if create else existing_db_location()
     given = settings()
     # The library never reads the environment: the keyring and the payload store come from here.
-    broker = durableq.open(path, keyring=given.keyring, payload_dir=given.payload_dir)
-    return click.get_current_context().with_resource(broker)
+    broker = ctx.with_resource(durableq.open(path, keyring=given.keyring, payload_dir=given.payload_dir))
+    ctx.meta[_BROKER] = broker
+    return broker
+
+
+_BROKER = "durableq.broker"
+
+
+def management(action: str, queue: str | None = None, *, create: bool = False) -> Callable[[F], F]:
+    """Declare a command that makes the management call ``action`` on the queue its parameter
+    ``queue`` names (README, "Audit trail"); ``create`` as for :func:`open_broker`.
+
+    The command looks the queue up and reads its options before the library's call; a refusal
+    there (no such queue) is recorded in the audit trail as the call's, as the library records
+    its own (``Broker.management_call``).  Put it right above the function, under ``@speaks``.
+    """
+
+    def decorate(callback: F) -> F:
+        @functools.wraps(callback)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            name = kwargs.get(queue) if queue is not None else None
+            with open_broker(create=create).management_call(action, name):
+                return callback(*args, **kwargs)
+
+        return run  # type: ignore[return-value]
+
+    return decorate
 
 
 def open_queue(name: str, *, create: bool = False) -> durableq.Queue:

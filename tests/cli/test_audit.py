@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 import durableq
 
 from .conftest import Run
@@ -39,6 +41,70 @@ def test_bad_options_name_the_option(run: Run) -> None:
     assert run("audit", "--after", "-1", code=1).stderr.startswith(
         "error: InvalidParameterValue: --after must be"
     )
+
+
+#: A refused call of every management command: (command line, the row it leaves).
+REFUSED = {
+    "create, bad name": (
+        ["queue", "create", "bad name!"],
+        ("CreateQueue", "bad name!", "InvalidParameterValue"),
+    ),
+    "create, bad setting": (
+        ["queue", "create", "fresh", "--visibility-timeout", "999999"],
+        ("CreateQueue", "fresh", "InvalidAttributeValue"),
+    ),
+    "create, bad key alias": (
+        ["queue", "create", "fresh", "--kms-key", "bad alias!"],
+        ("CreateQueue", "fresh", "InvalidParameterValue"),
+    ),
+    "set, missing queue": (
+        ["queue", "set", "missing", "visibility_timeout=5"],
+        ("SetQueueAttributes", "missing", "QueueDoesNotExist"),
+    ),
+    "set, bad queue name": (
+        ["queue", "set", "bad name!", "visibility_timeout=5"],
+        ("SetQueueAttributes", "bad name!", "InvalidParameterValue"),
+    ),
+    "set, bad setting": (
+        ["queue", "set", "jobs", "visibility_timeout=-1"],
+        ("SetQueueAttributes", "jobs", "InvalidAttributeValue"),
+    ),
+    "set, unknown setting": (
+        ["queue", "set", "jobs", "bogus=1"],
+        ("SetQueueAttributes", "jobs", "InvalidAttributeName"),
+    ),
+    "delete, missing queue": (
+        ["queue", "delete", "missing"],
+        ("DeleteQueue", "missing", "QueueDoesNotExist"),
+    ),
+    "purge, missing queue": (["queue", "purge", "missing"], ("PurgeQueue", "missing", "QueueDoesNotExist")),
+    "tag, missing queue": (["queue", "tag", "missing", "k=v"], ("TagQueue", "missing", "QueueDoesNotExist")),
+    "tag, bad tag": (["queue", "tag", "jobs", "k!=v"], ("TagQueue", "jobs", "InvalidParameterValue")),
+    "untag, missing queue": (
+        ["queue", "untag", "missing", "k"],
+        ("UntagQueue", "missing", "QueueDoesNotExist"),
+    ),
+    "redrive, missing queue": (
+        ["redrive", "missing"],
+        ("StartMessageMoveTask", "missing", "QueueDoesNotExist"),
+    ),
+    "cancel, unknown task": (
+        ["moves", "cancel", "no-such-task"],
+        ("CancelMessageMoveTask", None, "ResourceNotFoundException"),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", REFUSED)
+def test_every_refused_management_command_leaves_one_row(
+    run: Run, broker: durableq.Broker, case: str
+) -> None:
+    command, row = REFUSED[case]
+    broker.create_queue("jobs")
+    (created,) = broker.audit()
+    result = run(*command, code=1)
+    assert result.stderr.startswith(f"error: {row[2]}: ") and result.stderr.count("\n") == 1
+    assert [(e.action, e.queue, e.outcome) for e in broker.audit(after=created.event_id)] == [row]
 
 
 def test_control_characters_are_escaped_in_the_audit_table_and_error_lines(

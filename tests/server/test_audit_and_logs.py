@@ -1,19 +1,22 @@
-"""What the endpoint logs: one access-log line per request whatever a client puts in it (README, "Logs
-and health")."""
+"""What the endpoint records: one access-log line per request whatever a client puts in it, and one
+audit row per management call, refused ones included (README, "Audit trail" and "Logs and health")."""
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
+import durableq
 from durableq.server import serve
+from durableq.server.actions import MANAGEMENT
 
-from .conftest import ServerProcess
-from .test_malformed import FORM, JSON, post
+from .conftest import ACCOUNT, REGION, ServerProcess, client
+from .test_malformed import FORM, JSON, call_json, call_query, post
 
 #: What a client could try to pass off as a line of the access log of its own.
 FORGED = "2099-01-01 00:00:00,000 INFO durableq.server.access: 127.0.0.1:1 POST DeleteQueue jobs 200 1.0ms -"
@@ -69,3 +72,162 @@ def test_the_json_log_keeps_the_exact_values_in_its_fields(tmp_path: Path) -> No
     assert len(access) == len(FORGERS)
     assert access[0]["action"] == f"SendMessage\n{FORGED}"[:64]
     assert all(r["message"].isprintable() for r in access)
+
+
+# -- the audit trail -------------------------------------------------------------------------
+
+
+def arn(name: str, region: str = REGION) -> str:
+    return quote(f"arn:aws:sqs:{region}:{ACCOUNT}:{name}", safe="")
+
+
+#: A refused call of every management action: (query form, the row it leaves).
+REFUSED: dict[str, tuple[str, tuple[str, str | None, str]]] = {
+    "CreateQueue, bad name": (
+        "Action=CreateQueue&QueueName=bad%20name!",
+        ("CreateQueue", "bad name!", "InvalidParameterValue"),
+    ),
+    "CreateQueue, unknown attribute": (
+        "Action=CreateQueue&QueueName=fresh&Attribute.1.Name=Bogus&Attribute.1.Value=1",
+        ("CreateQueue", "fresh", "InvalidAttributeName"),
+    ),
+    "CreateQueue, bad attribute value": (
+        "Action=CreateQueue&QueueName=fresh&Attribute.1.Name=VisibilityTimeout&Attribute.1.Value=-1",
+        ("CreateQueue", "fresh", "InvalidAttributeValue"),
+    ),
+    "CreateQueue, no name": ("Action=CreateQueue", ("CreateQueue", None, "MissingParameter")),
+    "DeleteQueue, missing queue": (
+        "Action=DeleteQueue&QueueUrl=missing",
+        ("DeleteQueue", "missing", "QueueDoesNotExist"),
+    ),
+    "SetQueueAttributes, missing queue": (
+        "Action=SetQueueAttributes&QueueUrl=missing&Attribute.1.Name=VisibilityTimeout&Attribute.1.Value=5",
+        ("SetQueueAttributes", "missing", "QueueDoesNotExist"),
+    ),
+    "SetQueueAttributes, read-only attribute": (
+        "Action=SetQueueAttributes&QueueUrl=jobs&Attribute.1.Name=QueueArn&Attribute.1.Value=x",
+        ("SetQueueAttributes", "jobs", "InvalidAttributeName"),
+    ),
+    "SetQueueAttributes, bad value": (
+        "Action=SetQueueAttributes&QueueUrl=jobs&Attribute.1.Name=VisibilityTimeout&Attribute.1.Value=-1",
+        ("SetQueueAttributes", "jobs", "InvalidAttributeValue"),
+    ),
+    "SetQueueAttributes, virtual queue": (
+        "Action=SetQueueAttributes&QueueUrl=jobs%23v&Attribute.1.Name=VisibilityTimeout&Attribute.1.Value=5",
+        ("SetQueueAttributes", "jobs#v", "UnsupportedOperation"),
+    ),
+    "PurgeQueue, missing queue": (
+        "Action=PurgeQueue&QueueUrl=missing",
+        ("PurgeQueue", "missing", "QueueDoesNotExist"),
+    ),
+    "PurgeQueue, malformed URL": (
+        "Action=PurgeQueue&QueueUrl=http%3A%2F%2F%5B%3A%3A1%2Fq",
+        ("PurgeQueue", "http://[::1/q", "InvalidAddress"),
+    ),
+    "TagQueue, missing queue": (
+        "Action=TagQueue&QueueUrl=missing&Tag.1.Key=k&Tag.1.Value=v",
+        ("TagQueue", "missing", "QueueDoesNotExist"),
+    ),
+    "TagQueue, no tags": ("Action=TagQueue&QueueUrl=jobs", ("TagQueue", "jobs", "MissingParameter")),
+    "TagQueue, bad tag": (
+        "Action=TagQueue&QueueUrl=jobs&Tag.1.Key=k!&Tag.1.Value=v",
+        ("TagQueue", "jobs", "InvalidParameterValue"),
+    ),
+    "UntagQueue, missing queue": (
+        "Action=UntagQueue&QueueUrl=missing&TagKey.1=k",
+        ("UntagQueue", "missing", "QueueDoesNotExist"),
+    ),
+    "UntagQueue, no keys": (
+        "Action=UntagQueue&QueueUrl=jobs",
+        ("UntagQueue", "jobs", "InvalidParameterValue"),
+    ),
+    "AddPermission, missing queue": (
+        "Action=AddPermission&QueueUrl=missing&Label=l&AWSAccountId.1=123456789012&ActionName.1=SendMessage",
+        ("AddPermission", "missing", "QueueDoesNotExist"),
+    ),
+    "AddPermission, no label": (
+        "Action=AddPermission&QueueUrl=jobs&AWSAccountId.1=123456789012&ActionName.1=SendMessage",
+        ("AddPermission", "jobs", "MissingParameter"),
+    ),
+    "RemovePermission, missing queue": (
+        "Action=RemovePermission&QueueUrl=missing&Label=l",
+        ("RemovePermission", "missing", "QueueDoesNotExist"),
+    ),
+    "RemovePermission, unknown label": (
+        "Action=RemovePermission&QueueUrl=jobs&Label=nope",
+        ("RemovePermission", "jobs", "InvalidParameterValue"),
+    ),
+    "StartMessageMoveTask, not an ARN": (
+        "Action=StartMessageMoveTask&SourceArn=nope",
+        ("StartMessageMoveTask", "nope", "InvalidParameterValue"),
+    ),
+    "StartMessageMoveTask, another region": (
+        f"Action=StartMessageMoveTask&SourceArn={arn('jobs', 'eu-west-1')}",
+        ("StartMessageMoveTask", "jobs", "InvalidParameterValue"),
+    ),
+    "StartMessageMoveTask, missing queue": (
+        f"Action=StartMessageMoveTask&SourceArn={arn('missing')}",
+        ("StartMessageMoveTask", "missing", "QueueDoesNotExist"),
+    ),
+    "CancelMessageMoveTask, unknown task": (
+        "Action=CancelMessageMoveTask&TaskHandle=nope",
+        ("CancelMessageMoveTask", None, "ResourceNotFoundException"),
+    ),
+    "CancelMessageMoveTask, no task": (
+        "Action=CancelMessageMoveTask",
+        ("CancelMessageMoveTask", None, "MissingParameter"),
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def reader(server: ServerProcess) -> Iterator[durableq.Broker]:
+    """The library on the endpoint's database, with the queue ``jobs`` the refused calls aim at."""
+    client(server.url).create_queue(QueueName="jobs")
+    with durableq.open(server.db) as opened:
+        yield opened
+
+
+@pytest.mark.parametrize("case", REFUSED)
+def test_every_refused_management_call_leaves_one_row(
+    server: ServerProcess, reader: durableq.Broker, case: str
+) -> None:
+    form, row = REFUSED[case]
+    last = reader.audit()[-1].event_id
+    status, _, body = call_query(server.url, form.encode())
+    assert 400 <= status < 500, body
+    assert [(e.action, e.queue, e.outcome) for e in reader.audit(after=last)] == [row]
+
+
+def test_a_request_refused_at_the_door_leaves_no_row(tmp_path: Path) -> None:
+    """Unsigned (with credentials), or from a browser: refused before it is a call, as nobody's."""
+    with serve(tmp_path / "q.db", port=0, credentials={"AKID": "secret"}) as server:
+        unsigned = call_query(server.url, b"Action=DeleteQueue&QueueUrl=missing")
+        from_a_page = post(
+            server.url, b"Action=PurgeQueue&QueueUrl=missing", {"Content-Type": FORM, "Origin": "http://evil"}
+        )
+        assert (unsigned[0], from_a_page[0]) == (403, 403)
+        with durableq.open(tmp_path / "q.db") as broker:
+            assert broker.audit() == []
+
+
+HOSTILE = {
+    "NUL": "a\x00b",
+    "lone surrogate": "a\ud800b",
+    "line break": "a\nb",
+    "10,000 characters": "a" * 10_000,
+}
+
+
+@pytest.mark.parametrize("action", MANAGEMENT)
+@pytest.mark.parametrize("value", HOSTILE.values(), ids=HOSTILE.keys())
+def test_hostile_text_in_a_management_call_is_a_4xx_and_one_row(
+    server: ServerProcess, reader: durableq.Broker, action: str, value: str
+) -> None:
+    members = {"QueueName": value, "QueueUrl": value, "SourceArn": value, "TaskHandle": value, "Label": value}
+    last = reader.audit()[-1].event_id
+    status, _, body = call_json(server.url, action, members)
+    assert 400 <= status < 500, body
+    [row] = reader.audit(after=last)
+    assert (row.action, row.outcome != "OK") == (action, True)
+    assert row.queue is None or (len(row.queue) <= 80 and "\x00" not in row.queue)

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from click.testing import CliRunner
+from durableq.cli import main
 
 import durableq
 from durableq.server import serve
@@ -209,6 +213,40 @@ def test_a_request_refused_at_the_door_leaves_no_row(tmp_path: Path) -> None:
         assert (unsigned[0], from_a_page[0]) == (403, 403)
         with durableq.open(tmp_path / "q.db") as broker:
             assert broker.audit() == []
+
+
+# -- credentials -----------------------------------------------------------------------------
+
+
+def test_an_empty_credentials_mapping_is_refused_at_start(tmp_path: Path) -> None:
+    """It once served every request unsigned, as if no credentials were given."""
+    with pytest.raises(ValueError, match="credentials holds no key pair") as refused:
+        serve(tmp_path / "q.db", port=0, credentials={}).shutdown()
+    assert "credentials=None to accept unsigned requests" in str(refused.value)
+    with pytest.raises(ValueError, match="access key id '' cannot be named"):
+        serve(tmp_path / "q.db", port=0, credentials={"": "secret"}).shutdown()
+    with pytest.raises(ValueError, match="secret of access key id 'AKID'"):
+        serve(tmp_path / "q.db", port=0, credentials={"AKID": ""}).shutdown()
+
+
+SERVER = [sys.executable, "-m", "durableq.server"]
+
+
+def test_an_empty_credentials_file_is_refused_at_start(tmp_path: Path) -> None:
+    empty = tmp_path / "credentials"
+    empty.write_text("# nobody yet\n\n")
+    result = subprocess.run(
+        [*SERVER, "--db", str(tmp_path / "q.db"), "--port", "0", "--credentials", str(empty)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode != 0 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "holds no credentials" in result.stderr, result.stderr
+    refused = CliRunner().invoke(main, ["--db", str(tmp_path / "q.db"), "serve", "--credentials", str(empty)])
+    assert refused.exit_code == 1
+    assert refused.stderr == f"error: InvalidParameterValue: {empty} holds no credentials\n"
 
 
 HOSTILE = {

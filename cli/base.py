@@ -148,11 +148,16 @@ def keyring_path() -> Path:
     return path
 
 
+def _exists(location: str) -> bool:
+    """Whether the database is there: a file that exists, or any PostgreSQL database (created by its
+    server's administrator; durableq makes its tables)."""
+    return bool(postgres_url(location)) or Path(location).exists()
+
+
 def existing_db_location() -> str:
-    """The database, which must exist if it is a file: only a few commands may create one (a
-    PostgreSQL database is created by its server's administrator; durableq makes its tables)."""
+    """The database, which must exist if it is a file: only a few commands may create one."""
     location = db_location()
-    if not postgres_url(location) and not Path(location).exists():
+    if not _exists(location):
         raise CommandFailed(
             durableq.DatabaseError.code,
             f"no durableq database at {location}; run `durableq init` or pass --db",
@@ -177,9 +182,9 @@ def open_broker(*, create: bool = False) -> durableq.Broker:
 _BROKER = "durableq.broker"
 
 
-def management(action: str, queue: str | None = None, *, create: bool = False) -> Callable[[F], F]:
+def management(action: str, queue: str | None = None) -> Callable[[F], F]:
     """Declare a command that makes the management call ``action`` on the queue its parameter
-    ``queue`` names (README, "Audit trail"); ``create`` as for :func:`open_broker`.
+    ``queue`` names (README, "Audit trail").
 
     The command looks the queue up and reads its options before the library's call; a refusal
     there (no such queue) is recorded in the audit trail as the call's, as the library records
@@ -189,8 +194,10 @@ def management(action: str, queue: str | None = None, *, create: bool = False) -
     def decorate(callback: F) -> F:
         @functools.wraps(callback)
         def run(*args: Any, **kwargs: Any) -> Any:
+            if not _exists(db_location()):  # no file to record in: the command says so, or creates it
+                return callback(*args, **kwargs)
             name = kwargs.get(queue) if queue is not None else None
-            with open_broker(create=create).management_call(action, name):
+            with open_broker().management_call(action, name):
                 return callback(*args, **kwargs)
 
         return run  # type: ignore[return-value]

@@ -134,7 +134,7 @@ def queue() -> None:
     sqs_managed_sse_enabled="--sse",
     kms_data_key_reuse_period="--kms-reuse",
 )
-@management("CreateQueue", "name", create=True)
+@management("CreateQueue", "name")
 def create(
     name: str,
     fifo: bool,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -121,3 +122,20 @@ def test_control_characters_are_escaped_in_the_audit_table_and_error_lines(
     assert "x\\n2099-01-01" in lines[2] and "k\\r\\x1b[2Jey" in lines[3]
     events = json.loads(run("audit", "--json").stdout)  # the JSON keeps the exact text
     assert events[1]["queue"] == forged and events[2]["detail"] == {"keys": ["k\r\x1b[2Jey"]}
+
+
+def test_a_command_line_that_does_not_parse_is_no_call(run: Run, broker: durableq.Broker) -> None:
+    broker.create_queue("jobs")
+    run("queue", "create", "other", "--dlq", "jobs", code=2)  # --max-receives missing
+    run("queue", "set", "jobs", "not-a-setting", code=2)
+    assert [e.action for e in broker.audit()] == ["CreateQueue"]
+
+
+@pytest.mark.sqlite_only("a database file that does not exist yet")
+def test_a_refusal_before_a_new_file_is_made_leaves_no_file(run: Run, db: Path) -> None:
+    run("queue", "create", "jobs", "--dlq", "jobs-dlq", code=2)
+    run("queue", "create", "jobs", "--kms-key", "bad alias!", code=1)
+    assert not db.exists()
+    run("queue", "create", "bad name!", code=1)  # the library's refusal: the file is made, with its row
+    with durableq.open(db) as broker:
+        assert [(e.action, e.outcome) for e in broker.audit()] == [("CreateQueue", "InvalidParameterValue")]

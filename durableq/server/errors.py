@@ -66,7 +66,7 @@ class WireError(Exception):
         self.status = status
         self.message = message
         self.sender = sender
-        self.query_message = message if query_message is None else query_message
+        self.query_message = message if query_message is None else _UNPRINTABLE.sub("?", query_message)
 
     @property
     def fault(self) -> str:

@@ -15,6 +15,7 @@ from typing import Any, Protocol, TypeVar
 import click
 
 import durableq
+from durableq.text import printable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -78,11 +79,13 @@ def _line(values: Sequence[str], widths: Sequence[int], right: Sequence[bool]) -
 
 
 def _cell(value: Any) -> str:
+    """A value in a table or a ``name: value`` line, on that line whatever it holds (a refused queue
+    name with a line break, an escape sequence in a tag key): ``--json`` has the exact text."""
     if value is None:
         return "-"
     if isinstance(value, datetime):
         return when(value)
-    return str(value)
+    return printable(value)
 
 
 def fields(pairs: Iterable[tuple[str, Any]]) -> str:
@@ -112,7 +115,7 @@ def duration(seconds: float) -> str:
 
 def preview(body: str, width: int = BODY_PREVIEW) -> str:
     """One line of a body for a table."""
-    flat = body.replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
+    flat = printable(body)
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 

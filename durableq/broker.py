@@ -7,6 +7,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -368,6 +369,21 @@ class Broker:
         validation.integer("limit", limit, 1, limits.MAX_EVENT_LIMIT, "events")
         with self._rt.db.settled_read() as conn:  # so that resuming after an id misses none
             return audit.events(conn, queue, start, after, limit)
+
+    def management_call(
+        self,
+        action: str,
+        queue: str | None,
+        *,
+        code_of: Callable[[BaseException], str | None] | None = None,
+    ) -> AbstractContextManager[None]:
+        """``with broker.management_call("PurgeQueue", name):`` around a management call that a program
+        prepares before making it (the CLI and the endpoint look the queue up and check their own
+        arguments): a refusal before the library's method is entered is recorded in the audit trail, as
+        the method records its own.  A durableq error is a refusal with its code (the file's own trouble
+        is none); ``code_of`` says which other errors are, with which code (None: not a refusal)."""
+        validation.text("action", action)
+        return audit.management_call(self._rt.db, self._rt.now_ms, action, queue, code_of)
 
     def message_events(
         self,

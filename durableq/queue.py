@@ -45,8 +45,8 @@ from .types import (
 
 
 def _this_queue(queue: Queue, *args: object, **kwargs: object) -> str:
-    """The queue an audited method of a Queue acts on: its own."""
-    return queue._name
+    """The queue an audited method of a Queue acts on: its own (``HOST#NAME`` for a virtual queue)."""
+    return queue.name
 
 
 class Queue:
@@ -59,6 +59,10 @@ class Queue:
         self._rt = runtime
         self._name = name
         self._fifo = fifo
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        audit.cover_overrides(cls)  # a subclass's refusal of a management call is recorded as the call's
 
     @property
     def name(self) -> str:

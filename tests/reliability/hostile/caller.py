@@ -60,6 +60,8 @@ class Caller:
 
     #: Errors every call of this caller may meet besides its own (a broker with a tiny busy timeout).
     tolerated: tuple[str, ...] = ()
+    #: Exceptions that mean the call got no answer (the endpoint was killed): journaled as ``cut``.
+    cut_errors: tuple[type[BaseException], ...] = ()
 
     def __init__(self, journal: Journal, busy: Busy) -> None:
         self.journal = journal
@@ -100,6 +102,9 @@ class Caller:
                 self.journal.write("call", op=op, o="exp", code="TypeError")
             else:
                 self.bad(op, exc)
+            return None
+        except self.cut_errors as exc:
+            self.journal.write("call", op=op, o="cut", code=type(exc).__name__)
             return None
         except Exception as exc:  # noqa: BLE001 - the point: anything else is a broken promise
             self.bad(op, exc)

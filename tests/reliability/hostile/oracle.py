@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -132,21 +133,39 @@ def _stored(
     return checked, known, unknown
 
 
+#: What varies between two reports of one kind of failure: quoted names, ids, locations, numbers.
+_VARYING = re.compile(
+    r"'[^']*'|\"[^\"]*\"|postgresql://\S+|/\S+|[0-9a-f]{8}-[0-9a-f-]{27}|[\w.-]+\.jsonl:\d+|\d+(\.\d+)?"
+)
+
+
+def blank(text: str) -> str:
+    """``text`` with its particulars blanked: the reports of one kind of failure share it."""
+    return _VARYING.sub("_", text.splitlines()[0] if text else "")[:150]
+
+
 def _calls(entries: list[Entry], problems: Problems) -> Counter[str]:
+    """Figures of the ``call`` lines; one problem per kind of ``bad`` outcome (its error and text),
+    with how many calls met it, which ones, and the first."""
     figures: Counter[str] = Counter()
-    bad: dict[str, list[Entry]] = defaultdict(list)
+    bad: dict[tuple[str, str], list[Entry]] = defaultdict(list)
     for entry in entries:
         if entry.kind != "call":
             continue
         figures[f"call {entry['op']}"] += 1
         figures[f"outcome {entry['o']}"] += 1
         if entry["o"] == "bad":
-            bad[f"{entry['op']}: {entry['err']}"].append(entry)
-    for kind, found in sorted(bad.items(), key=lambda item: -len(item[1])):
-        for entry in found[:_SHOWN_PER_KIND]:
-            where = f"{entry.source}:{entry.line}"
-            tail = f"\n      {entry.get('tb', '').strip().splitlines()[-1]}" if entry.get("tb") else ""
-            problems.add(f"UNEXPECTED ({len(found)}x {kind}) at {where}: {entry.get('msg', '')}{tail}")
+            bad[(entry["err"], blank(entry.get("msg", "")))].append(entry)
+    for (error, _), found in sorted(bad.items(), key=lambda item: -len(item[1])):
+        first = found[0]
+        ops = Counter(entry["op"] for entry in found)
+        tail = first.get("tb", "").strip().splitlines()
+        where = f" (last frame: {tail[-3].strip()})" if len(tail) >= 3 else ""
+        calls = ", ".join(f"{op} {n}" for op, n in ops.most_common(6))
+        problems.add(
+            f"UNEXPECTED {error}: {first.get('msg', '')} -- {len(found)} calls ({calls}); "
+            f"first at {first.source}:{first.line}{where}"
+        )
     return figures
 
 

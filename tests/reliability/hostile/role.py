@@ -292,3 +292,7 @@ def drain(proc: Proc) -> None:
             thread.start()
         for thread in threads:
             thread.join()
+
+
+# Last: the endpoint's client role lives in .wire, which builds on Proc.
+from . import wire as _wire  # noqa: E402,F401 - registers the hostile_client role

@@ -21,12 +21,11 @@ from .. import store
 from ..checker import Problems
 from ..fleet import Fleet, Slot
 from . import layout
-from .oracle import EventTail, judge
+from .oracle import EventTail, blank, judge
+from .wire import Server
 
 #: The padding of large bodies, shortened in reports.
 _LONG = re.compile(r"b{40,}")
-#: What varies between two reports of one kind of broken promise: ids, names, numbers.
-_VARYING = re.compile(r"'[^']*'|\"[^\"]*\"|[0-9a-f]{8}-[0-9a-f-]{27}|[\w.-]+\.jsonl:\d+|\d+(\.\d+)?")
 _EXAMPLES = 1
 #: Broken promises listed first: about messages, events, files, or processes that died or hung.
 _GRAVE = (
@@ -51,12 +50,6 @@ _GRAVE = (
 )
 
 
-def _kind(text: str) -> str:
-    """A report with its particulars blanked: the reports of one kind of failure share it."""
-    first = text.splitlines()[0]
-    return _VARYING.sub("_", first)[:160]
-
-
 class Broken(AssertionError):
     """A run broke promises; ``figures`` still tell what it did."""
 
@@ -67,10 +60,10 @@ class Broken(AssertionError):
         ]
         kinds: dict[str, list[str]] = {}
         for text in self.problems:
-            kinds.setdefault(_kind(text), []).append(text)
+            kinds.setdefault(blank(text), []).append(text)
         lines = [f"{len(self.problems)} broken promises in {where}, {len(kinds)} kinds:"]
         for found in sorted(kinds.values(), key=lambda texts: (not texts[0].startswith(_GRAVE), -len(texts))):
-            lines.append(f"- {len(found)} x {_kind(found[0])}")
+            lines.append(f"- {len(found)} x {blank(found[0])}")
             lines += [f"    e.g. {text}" for text in found[:_EXAMPLES]]
         super().__init__("\n".join(lines))
 
@@ -86,7 +79,9 @@ def ended(fleet: Fleet, slot: Slot, failures: list[str]) -> bool:
     if code != 0:
         how = f"died of {signal.Signals(-code).name}" if code < 0 else f"exited with {code}"
         err = slot.journals[-1].with_suffix(".err").read_text(errors="replace")
-        failures.append(f"CRASH: {slot.journals[-1].name} {how}:\n{err[-2500:]}")
+        fatal = err.find("Fatal Python error")  # faulthandler's report: the crashing thread's stack first
+        shown = err[fatal : fatal + 3000] if fatal >= 0 else err[-2500:]
+        failures.append(f"CRASH: {slot.journals[-1].name} {how}:\n{shown}")
     return True
 
 
@@ -117,9 +112,11 @@ def chaos(
     every: tuple[float, float],
     failures: list[str],
     only: list[str] | None = None,
+    server: Server | None = None,
 ) -> int:
     """For ``seconds``: restart processes that ended (noting failures) and SIGKILL one at random
-    every ``every`` seconds; returns how many processes started."""
+    every ``every`` seconds (the endpoint ``server`` too, about one time in seven); returns how many
+    processes started."""
     started = 0
     deadline = time.monotonic() + seconds
     next_kill = time.monotonic() + fleet.rng.uniform(*every)
@@ -129,8 +126,16 @@ def chaos(
             if ended(fleet, slot, failures):
                 fleet.start(slot)
                 started += 1
+        if server is not None and server.process is not None and server.process.poll() is not None:
+            failures.append(f"CRASH: the endpoint exited with {server.process.returncode} (see its .err)")
+            server.start()
         if time.monotonic() >= next_kill:
             next_kill = time.monotonic() + fleet.rng.uniform(*every)
+            if server is not None and fleet.rng.random() < 0.15:
+                server.kill()
+                fleet.kills += 1
+                server.start()
+                continue
             victims = [s for s in fleet.running() if only is None or s.name in only]
             if victims:
                 victim = fleet.rng.choice(victims)
@@ -212,4 +217,68 @@ def library_run(
         mortal = [f"hostile-{number}" for number in range(1, processes)]
         figures["processes"] = processes + chaos(fleet, seconds, every, failures, only=mortal)
         finish(fleet, failures, base, drain_seconds)
+    return conclude(place, fleet, tail, failures, figures, where)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def endpoint_run(
+    folder: Path,
+    rng: random.Random,
+    seconds: float,
+    *,
+    db: str | None = None,
+    clients: int = 3,
+    threads: int = 4,
+    every: tuple[float, float] = (1.0, 3.0),
+    lifetime: tuple[float, float] = (2.0, 8.0),
+    hang: float = 60,
+    drain_seconds: float = 240,
+) -> Counter[str]:
+    """``durableq serve`` on ``db`` (as :func:`library_run`), SigV4 required, driven by
+    ``clients`` processes of ``threads`` boto3 clients each; clients and server SIGKILLed at random."""
+    place = layout.prepare(folder, rng, db)
+    layout.create_queues(place)
+    journals = folder / "journals"
+    journals.mkdir(parents=True, exist_ok=True)
+    server = Server(place, journals, _free_port())
+    server.start()
+    base = {
+        "role": "hostile",
+        "db": place.db,
+        "keyring": place.keyring,
+        "payload_dir": place.payload_dir,
+        "folder": str(folder),
+        "hang": hang,
+    }
+    failures: list[str] = []
+    figures: Counter[str] = Counter()
+    engine = "PostgreSQL" if store.on_postgres(place.db) else "SQLite"
+    where = f"hostile run through the endpoint on {engine} (payload store: {place.how})"
+    try:
+        with EventTail(place) as tail, Fleet(journals, rng) as fleet:
+            for number in range(clients):
+                fleet.add(
+                    f"client-{number}",
+                    **{**base, "role": "hostile_client"},
+                    url=server.url,
+                    threads=threads,
+                    lifetime=None if number == 0 else lifetime,
+                )
+            figures["processes"] = clients + chaos(fleet, seconds, every, failures, server=server)
+            kill_all(fleet, failures)
+            code = server.stop()
+            if code != 0:
+                failures.append(f"CRASH: the endpoint, stopped as Ctrl-C would, exited with {code}")
+            figures["endpoint runs"] = server.runs
+            finish(fleet, failures, base, drain_seconds)
+    finally:
+        server.kill()
     return conclude(place, fleet, tail, failures, figures, where)

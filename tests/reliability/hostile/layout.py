@@ -37,6 +37,8 @@ BIG_LIMIT = 1024
 SCRATCH = ("scratch-0", "scratch-1", "scratch-2.fifo")
 SEALED_SCRATCH = "scratch-sealed"
 SPIN, SPIN_DLQ = "spin", "spin-dlq"
+#: Nobody sends here: a long poll on it waits its whole time (and starts the change watcher).
+IDLE = "idle"
 #: Files that are not payloads, in or under the payload store: none may ever go.
 CANARIES = ("notes.txt", "nested/keep.bin", "0a1b2c3d4e5f.payload")
 
@@ -122,6 +124,7 @@ def create_queues(place: Place) -> None:
             create_scratch(broker, name)
         broker.create_queue(SEALED_SCRATCH, visibility_timeout=VISIBILITY, kms_master_key_id=KEY)
         broker.create_queue(SPIN_DLQ)
+        broker.create_queue(IDLE)
         broker.create_queue(
             SPIN, visibility_timeout=VISIBILITY, redrive_policy=durableq.RedrivePolicy(SPIN_DLQ, 1)
         )

@@ -114,7 +114,7 @@ class Hand(Caller):
 
     def buffered_send(self) -> None:
         """A send through the process's BufferedQueue: journaled when its future resolves."""
-        body = self.body(layout.STANDARD)
+        body = self.body(layout.STANDARD) + ".buf"  # a report shows which sends were buffered
         self.journal.write("send-intent", q=layout.STANDARD, body=body, g=None)
         future = self.call("buffered.send", lambda: self.proc.buffered.send(body))
         if future is not None:
@@ -152,6 +152,11 @@ class Hand(Caller):
 
     def receive_long(self) -> None:
         self.receive(wait=1)
+
+    def idle_long_poll(self) -> None:
+        """A long poll that waits its whole second (on a queue nobody sends to)."""
+        queue = self.broker.get_queue(layout.IDLE)
+        self.call("receive.idle", lambda: queue.receive(1, wait_time=1))
 
     def _retire(self, name: str, handle: str) -> None:
         self.old.append((name, handle))

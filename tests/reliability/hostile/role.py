@@ -32,6 +32,9 @@ from . import layout
 from .caller import Busy, Caller, describe
 from .mix import Hand
 
+#: Seconds the child of the early fork has for its one long poll of 1 s (the harness kills no
+#: process younger than this plus a margin, so that a hang of that child is seen).
+EARLY_CHILD = 3.0
 #: Codes a worker may log at ERROR level for a message whose lease legitimately ended.
 _LATE = {"ReceiptHandleIsInvalid", "MessageNotInflight", "InvalidParameterValue"}
 
@@ -88,32 +91,47 @@ class Proc:
 
     # -- forks ---------------------------------------------------------------
 
-    def fork(self, hand: Hand) -> None:
-        """Fork this running, multi-threaded process; the child makes 1-3 calls, then ``os._exit``."""
+    def fork(
+        self, hand: Hand, first_call: str | None = None, *, wait: bool = True, deadline: float | None = None
+    ) -> int:
+        """Fork this running, multi-threaded process; the child makes ``first_call`` (alone, if
+        given with a ``deadline``) or 1-3 calls, then ``os._exit``.  Waits for the child and judges
+        its end (:meth:`reap`) unless ``wait`` is False; returns its pid."""
         seed = self.seed()
-        deadline = min(self.hang / 3, 20)
         hand.journal.write("call", op="fork", o="ok")
         pid = os.fork()
         if pid == 0:
-            self._child(hand, seed, deadline)
+            self._child(hand, seed, deadline or self.child_deadline, first_call, more=deadline is None)
+        if wait:
+            self.reap(hand, pid, deadline)
+        return pid
+
+    @property
+    def child_deadline(self) -> float:
+        return min(self.hang / 3, 20)
+
+    def reap(self, hand: Hand, pid: int, deadline: float | None = None) -> None:
+        """Wait for forked child ``pid``: one that hangs (past its ``deadline`` it dumps its stacks
+        and exits 1), dies of a signal or fails is a failure."""
+        limit = (deadline or self.child_deadline) + 5
         hand.busy.enter("fork.wait")
         try:
-            status = _wait(pid, deadline + 5)
+            status = _wait(pid, limit)
         finally:
             hand.busy.leave()
         if status is None:
-            hand.bad("fork", f"a forked child (pid {pid}) did not finish within {deadline + 5:g} s; killed")
+            hand.bad("fork", f"a forked child (pid {pid}) did not finish within {limit:g} s; killed")
         elif os.WIFSIGNALED(status):
             name = signal.Signals(os.WTERMSIG(status)).name
             hand.bad("fork", f"a forked child (pid {pid}) died of {name}")
         elif os.WEXITSTATUS(status) != 0:
             hand.bad(
                 "fork",
-                f"a forked child (pid {pid}) exited with {os.WEXITSTATUS(status)} "
-                f"(stacks or traceback in {self.journal.path.with_suffix('.err').name})",
+                f"a forked child (pid {pid}) exited with {os.WEXITSTATUS(status)}: it hung or failed "
+                f"(its stacks or traceback are in {self.journal.path.with_suffix('.err').name})",
             )
 
-    def _child(self, hand: Hand, seed: int, deadline: float) -> None:
+    def _child(self, hand: Hand, seed: int, deadline: float, first_call: str | None, more: bool) -> None:
         try:
             faulthandler.dump_traceback_later(deadline, exit=True)  # stacks to stderr, then exit 1
             path = hand.journal.path.with_name(f"{hand.journal.path.stem}.fork{os.getpid()}.jsonl")
@@ -121,7 +139,9 @@ class Proc:
             journal.write("start", role="fork", pid=os.getpid(), receives_from=list(layout.CHECKED))
             self.busy, self.buffered = Busy(), None
             child = Hand(self, hand.broker, random.Random(seed), f"{hand.tag}.f{os.getpid()}", journal)
-            for _ in range(child.rng.randint(1, 3)):
+            if first_call is not None:
+                getattr(child, first_call)()
+            for _ in range(child.rng.randint(1, 3) if more else 0):
                 child.rng.choice(
                     [child.receive_long, child.send, child.fail_then_read, child.read, child.delete_held]
                 )()
@@ -240,12 +260,17 @@ def hostile(config: Config, journal: Journal) -> None:
             tolerated = ("DatabaseLocked", "RequestTimeout")
             threads.append(threading.Thread(target=proc.loop, args=(tight, 99, tolerated), name="tight"))
         threading.Thread(target=proc.watchdog, name="watchdog", daemon=True).start()
+        # First, a fork while the process's first long poll starts (the change watcher with it);
+        # the child's first call is a long poll of its own.  Then the mix.
+        first = Hand(proc, broker, random.Random(proc.seed()), f"{journal.path.stem}.main", journal)
+        poller = threading.Thread(target=first.idle_long_poll, name="first-long-poll")
+        poller.start()
+        time.sleep(proc.rng.choice([0, 0.001, 0.002, 0.005, 0.01]))
+        child = proc.fork(first, first_call="idle_long_poll", wait=False, deadline=EARLY_CHILD)
         for thread in threads:
             thread.start()
-        # A fork early in the process's life: while its first long polls start.
-        time.sleep(proc.rng.uniform(0, 0.3))
-        first = Hand(proc, broker, random.Random(proc.seed()), f"{journal.path.stem}.main", journal)
-        proc.fork(first)
+        proc.reap(first, child, EARLY_CHILD)
+        poller.join()
         for thread in threads:
             thread.join()
         proc.buffered.close()

@@ -22,7 +22,11 @@ from ..checker import Problems
 from ..fleet import Fleet, Slot
 from . import layout
 from .oracle import EventTail, blank, judge
+from .role import EARLY_CHILD
 from .wire import Server
+
+#: A process this young is not killed (see role.EARLY_CHILD).
+YOUNG = EARLY_CHILD + 3
 
 #: The padding of large bodies, shortened in reports.
 _LONG = re.compile(r"b{40,}")
@@ -115,9 +119,11 @@ def chaos(
     server: Server | None = None,
 ) -> int:
     """For ``seconds``: restart processes that ended (noting failures) and SIGKILL one at random
-    every ``every`` seconds (the endpoint ``server`` too, about one time in seven); returns how many
+    every ``every`` seconds (the endpoint ``server`` too, about one time in three: its first
+    moments with a full load of clients are hostile ground of their own); returns how many
     processes started."""
     started = 0
+    born = {name: time.monotonic() for name in fleet.slots}
     deadline = time.monotonic() + seconds
     next_kill = time.monotonic() + fleet.rng.uniform(*every)
     while time.monotonic() < deadline:
@@ -125,22 +131,26 @@ def chaos(
         for slot in fleet.slots.values():
             if ended(fleet, slot, failures):
                 fleet.start(slot)
+                born[slot.name] = time.monotonic()
                 started += 1
         if server is not None and server.process is not None and server.process.poll() is not None:
             failures.append(f"CRASH: the endpoint exited with {server.process.returncode} (see its .err)")
             server.start()
         if time.monotonic() >= next_kill:
             next_kill = time.monotonic() + fleet.rng.uniform(*every)
-            if server is not None and fleet.rng.random() < 0.15:
+            if server is not None and fleet.rng.random() < 0.3:
                 server.kill()
                 fleet.kills += 1
                 server.start()
                 continue
-            victims = [s for s in fleet.running() if only is None or s.name in only]
+            # Not in its first seconds: the child of its early fork must be seen to end.
+            old = time.monotonic() - YOUNG
+            victims = [s for s in fleet.running() if (only is None or s.name in only) and born[s.name] < old]
             if victims:
                 victim = fleet.rng.choice(victims)
                 kill(fleet, victim)
                 fleet.start(victim)
+                born[victim.name] = time.monotonic()
                 started += 1
     for slot in fleet.slots.values():
         ended(fleet, slot, failures)
@@ -182,7 +192,7 @@ def library_run(
     processes: int = 3,
     threads: int = 4,
     every: tuple[float, float] = (0.5, 2.0),
-    lifetime: tuple[float, float] = (2.0, 8.0),
+    lifetime: tuple[float, float] = (4.0, 10.0),
     hang: float = 60,
     drain_seconds: float = 240,
 ) -> Counter[str]:
@@ -237,8 +247,8 @@ def endpoint_run(
     db: str | None = None,
     clients: int = 3,
     threads: int = 4,
-    every: tuple[float, float] = (1.0, 3.0),
-    lifetime: tuple[float, float] = (2.0, 8.0),
+    every: tuple[float, float] = (0.5, 2.0),
+    lifetime: tuple[float, float] = (4.0, 10.0),
     hang: float = 60,
     drain_seconds: float = 240,
 ) -> Counter[str]:

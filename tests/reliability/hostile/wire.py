@@ -17,7 +17,9 @@ server may have done without answering.
 
 from __future__ import annotations
 
+import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -113,6 +115,17 @@ class _Message:
     group_id: str | None
 
 
+class NoAnswer(ConnectionError):
+    """An answer without the fields of a success: an endpoint killed while it answered (botocore
+    may read a cut response as an empty success).  A call cut short, like no answer at all."""
+
+
+def _field(answer: Any, key: str) -> Any:
+    if key not in answer:
+        raise NoAnswer(f"the answer has no {key}: {answer.get('ResponseMetadata', {})}")
+    return answer[key]
+
+
 def _error(exc: Any) -> durableq.DurableQError:
     """The DurableQError of an endpoint's error answer (its code, whatever the protocol's spelling)."""
     error = exc.response.get("Error", {})
@@ -153,7 +166,7 @@ class WireQueue:
 
     def send(self, body: str, **options: Any) -> _Sent:
         answer = self._do("send_message", MessageBody=body, **self._options(options))
-        return _Sent(answer["MessageId"], answer.get("SequenceNumber"))
+        return _Sent(_field(answer, "MessageId"), answer.get("SequenceNumber"))
 
     def send_batch(self, entries: list[durableq.SendEntry]) -> _Batch:
         wire = [
@@ -165,6 +178,8 @@ class WireQueue:
             for e in entries
         ]
         answer = self._do("send_message_batch", Entries=wire)
+        if "Successful" not in answer and "Failed" not in answer:
+            raise NoAnswer("the answer to SendMessageBatch has neither Successful nor Failed")
         return _Batch(
             [
                 _Success(s["Id"], s["MessageId"], s.get("SequenceNumber"))
@@ -405,7 +420,13 @@ class Server:
         for _ in range(50):  # the port may still be taken by the run just killed
             with open(self.folder / f"{name}.err", "a") as err:
                 self.process = subprocess.Popen(
-                    argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True
+                    argv,
+                    cwd=ROOT,
+                    stdout=subprocess.PIPE,
+                    stderr=err,
+                    text=True,
+                    start_new_session=True,
+                    env={**os.environ, "PYTHONFAULTHANDLER": "1"},  # stacks on SIGABRT, SIGSEGV
                 )
             assert self.process.stdout is not None
             line = self.process.stdout.readline()
@@ -420,14 +441,29 @@ class Server:
             self.process.kill()
             self.process.wait(30)
 
-    def stop(self) -> int:
-        """Stop it as Ctrl-C would; returns its exit status."""
+    def stop(self) -> str | None:
+        """Stop it as Ctrl-C would; None if it stopped cleanly, else what went wrong (with the
+        stacks of its threads if it hung: it runs with PYTHONFAULTHANDLER, and gets SIGABRT)."""
         assert self.process is not None
         self.process.terminate()
-        code = self.process.wait(60)
-        if code == 0 and self.journal is not None:
+        try:
+            code = self.process.wait(60)
+        except subprocess.TimeoutExpired:
+            self.process.send_signal(signal.SIGABRT)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+            err = (self.folder / f"server.{self.runs:04d}.err").read_text(errors="replace")
+            fatal = err.find("Fatal Python error")
+            return (
+                f"HANG: the endpoint did not stop within 60 s of SIGTERM; its threads:\n{err[fatal:][:4000]}"
+            )
+        if code != 0:
+            return f"CRASH: the endpoint, stopped as Ctrl-C would, exited with {code}"
+        if self.journal is not None:
             self.journal.write("stop")
-        return code
+        return None
 
 
 @role

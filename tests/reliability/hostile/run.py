@@ -21,9 +21,9 @@ from .. import store
 from ..checker import Problems
 from ..fleet import Fleet, Slot
 from . import layout
+from .endpoint import Server
 from .oracle import EventTail, blank, judge
 from .role import EARLY_CHILD
-from .wire import Server
 
 #: A process this young is not killed (see role.EARLY_CHILD).
 YOUNG = EARLY_CHILD + 3

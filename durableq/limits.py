@@ -162,6 +162,8 @@ MAX_GRACE_PERIOD = 86_400
 MAX_BACKOFF = 900
 #: How often a waiting worker checks whether it was asked to stop (its long polls last this long).
 WORKER_STOP_CHECK = 1.0
+#: How often ``durableq serve`` (``durableq.server.run``) looks whether SIGINT or SIGTERM came.
+SERVER_STOP_CHECK = 0.2
 
 #: The latest time a broker clock may read: 9999-12-31 (seconds since the epoch).
 MAX_CLOCK = 253_402_300_799

@@ -4,6 +4,7 @@ them; the operations (``durableq.ops``) see only these two protocols."""
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -147,13 +148,20 @@ C = TypeVar("C")
 class PerThread(Generic[C]):
     """An engine's connections, one per thread: each closed when its thread ends (thread-local values
     die with their thread; so must the connection, or a server starting a thread per request would
-    leak one each time), all closed by :meth:`close_all`."""
+    leak one each time), all closed by :meth:`close_all`.
+
+    Only the process that opened a connection ever closes it.  In a forked child CPython deletes
+    every other thread's state, and so fires their finalizers, *before* any fork handler runs
+    (:meth:`forget` comes too late): closing those copies would end the parent's PostgreSQL
+    sessions (a Terminate message on the shared socket) and is what SQLite forbids across a fork.
+    """
 
     def __init__(self, close: Callable[[C], None]) -> None:
         self._close = close
         self._local = threading.local()
         self._lock = threading.Lock()
         self._all: list[C] = []
+        self._pid = os.getpid()
 
     def __len__(self) -> int:
         return len(self._all)
@@ -174,6 +182,8 @@ class PerThread(Generic[C]):
 
     def release(self, conn: C) -> None:
         """Close ``conn`` (once, whoever asks first: its thread's end, or a replacement)."""
+        if os.getpid() != self._pid:
+            return  # a forked child's copy (see the class): before the lock, which may be held forever
         with self._lock:
             if conn not in self._all:
                 return
@@ -192,6 +202,7 @@ class PerThread(Generic[C]):
         self._local = threading.local()
         self._lock = threading.Lock()
         self._all = []
+        self._pid = os.getpid()
 
 
 class Together:

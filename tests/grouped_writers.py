@@ -39,13 +39,19 @@ class Outcome:
         self.acknowledged: list[str] = []
         self.foreign: list[str] = []
         self.odd: list[str] = []
+        self.batches = 0  # how many shared transactions the gate ran
 
     def add(self, kind: str, value: str) -> None:
         with self._lock:
             getattr(self, kind).append(value)
 
-    def report(self) -> dict[str, list[str]]:
-        return {"acknowledged": self.acknowledged, "foreign": self.foreign, "odd": self.odd}
+    def report(self) -> dict[str, Any]:
+        return {
+            "acknowledged": self.acknowledged,
+            "foreign": self.foreign,
+            "odd": self.odd,
+            "batches": self.batches,
+        }
 
 
 def _run_threads(targets: list[Callable[[], None]]) -> None:
@@ -117,6 +123,7 @@ def mix(path: Path, seconds: float) -> Outcome:
 
         senders = [_sender(queue, i, until, out) for i in range(SENDERS)]
         _run_threads([*senders, fail_and_read, fail_and_read])
+        out.batches = db_of(broker).group_stats.batches
     return out
 
 
@@ -139,6 +146,7 @@ def short_lived(path: Path, seconds: float) -> Outcome:
                     thread.join()
 
         _run_threads([*[_sender(queue, i, until, out) for i in range(SENDERS)], spawn])
+        out.batches = db_of(broker).group_stats.batches
     return out
 
 
@@ -173,6 +181,7 @@ def buffered(path: Path, seconds: float) -> Outcome:
 
         sends: list[Callable[[], None]] = [lambda i=i: send_buffered(i) for i in range(SENDERS)]  # type: ignore[misc]
         _run_threads([*sends, fail_and_read, fail_and_read])
+        out.batches = db_of(broker).group_stats.batches
     return out
 
 
@@ -208,6 +217,7 @@ def member_thread_ends(path: Path, seconds: float) -> Outcome:
                 out.add("foreign", f"{name}: {outcomes[name]!r}")
         if isinstance(outcomes["send"], durableq.SendResult):
             out.add("acknowledged", outcomes["send"].message_id)
+        out.batches = db_of(broker).group_stats.batches
     return out
 
 

@@ -149,11 +149,6 @@ DURABILITY_LEVELS = ("full", "normal")
 DEFAULT_DURABILITY = "full"
 #: How long a call waits for another writer before raising DatabaseLocked.
 DEFAULT_BUSY_TIMEOUT = 10.0
-#: Dirty pages (4 KiB each) a shared transaction of group commit holds in memory before SQLite may
-#: write any to the WAL: below this, a child forked in the middle of a batch can drop its copy
-#: of the batch's connection without touching the parent's transaction (sqlite.py).  Not a
-#: multiple of 256: SQLite also reads the number as on/off, by its low byte.
-GROUP_COMMIT_SPILL_PAGES = 10_000
 #: New database files (and so their WAL) are readable by their owner only.
 DEFAULT_FILE_MODE = 0o600
 

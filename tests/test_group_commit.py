@@ -6,7 +6,6 @@ Each test lines the writes under test up behind a write that holds the gate
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -16,7 +15,7 @@ import pytest
 
 import durableq
 from tests.conftest import FakeClock
-from tests.grouping import Calls, db_of, gate_held, line_up, wait_child
+from tests.grouping import Calls, db_of, gate_held, line_up
 
 
 @pytest.fixture
@@ -165,23 +164,6 @@ def test_threads_sending_receiving_and_deleting_lose_and_repeat_nothing(broker: 
     }
     assert sorted(received) == sorted(expected)
     assert queue.stats().approximate_number_of_messages == 0
-
-
-def test_a_child_forked_while_a_thread_writes_can_write(broker: durableq.Broker) -> None:
-    queue = broker.create_queue("jobs")
-    db = db_of(broker)
-    with gate_held(db, transaction=False):  # the gate, not the file: the child must not wait for it
-        pid = os.fork()
-        if pid == 0:  # the child: its parent's holder thread did not come along
-            code = 1
-            try:
-                queue.send("from the child")
-                code = 0
-            finally:
-                os._exit(code)
-        status = wait_child(pid)
-    assert os.waitstatus_to_exitcode(status) == 0
-    assert [m.body for m in queue.peek()] == ["from the child"]
 
 
 def test_at_durability_normal_writes_are_not_grouped(db_path: Path) -> None:

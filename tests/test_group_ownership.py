@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 import durableq
-from durableq.engines import group
+from durableq.engines import forks, group
 from tests.conftest import FakeClock, threads_inside, until
 from tests.grouped_writers import WATCHDOG
 from tests.grouping import Blocking, Calls, db_of, gate_held, line_up, wait_child
@@ -100,7 +100,58 @@ def test_a_member_that_failed_reads_what_is_committed_and_its_batch_loses_nothin
         assert reopened.get_queue("jobs").attributes()["delay_seconds"] == 3
 
 
-def test_a_child_forked_while_a_batch_is_open_writes_on_its_own_and_the_batch_loses_nothing(
+class _ForkInThread:
+    """``os.fork()`` from a thread of its own; the child runs ``child`` (its return value is the
+    exit code) and the parent thread waits for it."""
+
+    def __init__(self, child: Callable[[], int]) -> None:
+        self.forked = threading.Event()
+        self.status: int | None = None
+        self._child = child
+        self._thread = threading.Thread(target=self._run)
+
+    def _run(self) -> None:
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                code = self._child()
+            finally:
+                os._exit(code)
+        self.forked.set()
+        self.status = wait_child(pid)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def join(self) -> int:
+        self._thread.join(120)
+        assert self.status is not None, "the forking thread never saw its child end"
+        return os.waitstatus_to_exitcode(self.status)
+
+
+def _fork_waits_for_writes(fork: _ForkInThread) -> None:
+    """Start the fork and see it wait for the writes under way (rather than copy one half done)."""
+    fork.start()
+    waiting = forks.WritesInProgress.before_fork.__code__
+    until(lambda: fork.forked.is_set() or threads_inside(waiting), "the fork waits for the writes")
+    assert not fork.forked.is_set(), "the process forked in the middle of a write transaction"
+
+
+def _child_sends(queue: durableq.Queue, expected: list[str]) -> Callable[[], int]:
+    def child() -> int:
+        gc.collect()  # whatever the child dropped of its parent's is gone now, closed or not
+        sent = [queue.send(f"child {n}") for n in range(2)]
+        bodies = sorted(m.body for m in queue.peek())
+        if len(sent) == 2 and bodies == expected:
+            return 0
+        print(f"the child sees {bodies}", file=sys.stderr, flush=True)
+        return 2
+
+    return child
+
+
+def test_a_fork_waits_for_an_open_batch_and_the_child_then_writes_on_its_own(
     broker: durableq.Broker, db_path: Path
 ) -> None:
     queue = broker.create_queue("jobs")
@@ -109,34 +160,42 @@ def test_a_child_forked_while_a_batch_is_open_writes_on_its_own_and_the_batch_lo
     with gate_held(db):
         line_up(db, calls, {"send": lambda: queue.send("from the parent"), "blocking": blocking})
     blocking.inside.wait()
-    pid = os.fork()
-    if pid == 0:  # the child: none of its parent's writer threads came along, nor their batch
-        code = 1
-        try:
-            gc.collect()  # whatever the child dropped of its parent's is gone now
-            child_calls = Calls()
-            with gate_held(db, transaction=False):  # a batch of the child's own (it waits for the
-                # parent's commit: the parent holds the file's write lock until then)
-                line_up(
-                    db, child_calls, {f"child {n}": lambda n=n: queue.send(f"child {n}") for n in range(2)}
-                )  # type: ignore[misc]
-            outcomes = child_calls.join()
-            sent = all(isinstance(o, durableq.SendResult) for o in outcomes.values())
-            bodies = sorted(m.body for m in queue.peek())
-            code = 0 if sent and bodies == ["child 0", "child 1", "from the parent"] else 2
-            if code:
-                print(f"the child's sends: {outcomes}; it sees {bodies}", file=sys.stderr, flush=True)
-        finally:
-            os._exit(code)
-    blocking.release()
+    fork = _ForkInThread(_child_sends(queue, ["child 0", "child 1", "from the parent"]))
+    try:
+        _fork_waits_for_writes(fork)
+    finally:
+        blocking.release()
     outcomes = calls.join()
-    assert os.waitstatus_to_exitcode(wait_child(pid)) == 0
+    assert fork.join() == 0
     assert isinstance(outcomes["send"], durableq.SendResult) and outcomes["blocking"] is None, outcomes
     broker.close()
     with durableq.open(db_path) as reopened:
         again = reopened.get_queue("jobs")
         assert sorted(m.body for m in again.peek()) == ["child 0", "child 1", "from the parent"]
         assert again.attributes()["delay_seconds"] == 3
+
+
+@pytest.mark.parametrize("durability", ["full", "normal"])
+def test_a_fork_waits_for_a_threads_own_write_and_the_child_then_writes(
+    db_path: Path, durability: str
+) -> None:
+    # A write alone runs on its thread's own connection: copied in the middle of its transaction,
+    # SQLite's lock table of the child would hold the write lock for good (the child's sends
+    # then fail with DatabaseLocked), and closing the copy would rewrite the parent's WAL index.
+    with durableq.open(db_path, durability=durability, busy_timeout=3) as broker:
+        queue = broker.create_queue("jobs")
+        holder = Blocking(db_of(broker), "jobs", 4)
+        calls = Calls()
+        calls.start("holder", holder)
+        holder.inside.wait()
+        fork = _ForkInThread(_child_sends(queue, ["child 0", "child 1"]))
+        try:
+            _fork_waits_for_writes(fork)
+        finally:
+            holder.release()
+        assert calls.join()["holder"] is None
+        assert fork.join() == 0
+        assert queue.attributes()["delay_seconds"] == 4
 
 
 def _run(scenario: str, path: Path, seconds: float) -> dict[str, Any]:

@@ -197,12 +197,14 @@ class PerThread(Generic[C]):
             self._close(conn)
         self._local = threading.local()
 
-    def forget(self) -> None:
-        """Drop every connection unclosed (in a forked child: they are the parent's)."""
+    def forget(self) -> list[C]:
+        """Let go of every connection unclosed (in a forked child: they are the parent's); returns
+        them, for the engine to keep or drop (see :mod:`.forks`)."""
+        copies, self._all = self._all, []
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._all = []
         self._pid = os.getpid()
+        return copies
 
 
 class Together:

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock, Timeout
 
-from .. import limits
 from ..errors import (
     BrokerClosed,
     DatabaseCorrupt,
@@ -32,7 +31,7 @@ from ..errors import (
     DatabaseReadOnly,
     InvalidParameterValue,
 )
-from . import group, watch
+from . import forks, group, watch
 from .base import PerThread
 from .files import configure_new, fsync_path, identify, use_wal
 
@@ -161,18 +160,13 @@ class Database:
             log.debug("closing a connection to %s failed", self.path, exc_info=True)
 
     def _forget_connections(self) -> None:
-        # A forked child must not use its parent's SQLite connections: drop them unclosed.
-        self._connections.forget()
+        # A forked child must not use its parent's SQLite connections, nor close them: it keeps
+        # them unclosed (see .forks; the fork waited until none was in a write transaction).
+        copies = self._connections.forget()
+        shared, self._shared = self._shared, None
+        forks.keep([*copies, shared])
         self._watching.forget()  # nor its watcher thread, which did not come along
         self._gate.reset()  # nor its writer threads
-        # Nor the batch it may be in the middle of.  Its connection is closed here, as the
-        # threads' are: SQLite keeps the locks of a process in a table of its own, which the child
-        # copied, so a copy left open in the middle of the parent's transaction would hold the
-        # file's write lock in the child for ever.  Closing it rolls back the child's copy of
-        # that transaction only: its pages never reached the WAL (see _begin_shared).
-        shared, self._shared = self._shared, None
-        if shared is not None:
-            self._close_connection(shared)
 
     def watcher(self) -> watch.Watcher:
         """The change watcher of this file (one per process and file, started on first use)."""
@@ -198,14 +192,14 @@ class Database:
         each in a savepoint, on the gate's connection: use only the connection it yields (not
         :attr:`conn`, which is this thread's and outside that transaction)."""
         if not self._grouping:
-            return self._transaction("BEGIN IMMEDIATE")
-        return _Grouped(self, transaction=True)
+            return _Writing(self._transaction("BEGIN IMMEDIATE"))
+        return _Writing(_Grouped(self, transaction=True))
 
     def change(self) -> AbstractContextManager[sqlite3.Connection]:
         """Where a write that is one statement runs (a single ``INSERT``/``UPDATE … RETURNING``/
         ``DELETE`` is atomic and takes the write lock when it starts): alone, it commits on its
         own (autocommit); behind other writes, it joins their group like :meth:`write`."""
-        return _Grouped(self, transaction=False) if self._grouping else _Statement(self)
+        return _Writing(_Grouped(self, transaction=False) if self._grouping else _Statement(self))
 
     def statement(self) -> _Statement:
         """This thread's connection for reads that need no snapshot beyond one statement
@@ -231,9 +225,6 @@ class Database:
         try:
             if conn is None:
                 conn = self.connect()
-                # A batch's pages stay in memory until its COMMIT (up to a bound): a child forked
-                # meanwhile can then drop its copy without rewriting the parent's WAL index.
-                conn.execute(f"PRAGMA cache_spill = {limits.GROUP_COMMIT_SPILL_PAGES}")
             elif conn.in_transaction:  # left open by a failure that could not roll it back
                 conn.execute("ROLLBACK")
             conn.execute("BEGIN IMMEDIATE")
@@ -436,6 +427,31 @@ class _Statement:
             raise translate(exc, self._db.path, self._db.busy_timeout) from exc
         if isinstance(exc, UnicodeEncodeError):
             raise _unstorable(exc) from None
+
+
+class _Writing:
+    """A write, counted while under way so that a fork waits for it (see :mod:`.forks`)."""
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, inner: AbstractContextManager[sqlite3.Connection]) -> None:
+        self._inner = inner
+
+    def __enter__(self) -> sqlite3.Connection:
+        forks.WRITES.enter()
+        try:
+            return self._inner.__enter__()
+        except BaseException:
+            forks.WRITES.leave()
+            raise
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        try:
+            return self._inner.__exit__(exc_type, exc, tb)
+        finally:
+            forks.WRITES.leave()
 
 
 class _Grouped:

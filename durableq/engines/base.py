@@ -180,10 +180,14 @@ class PerThread(Generic[C]):
         self._local = threading.local()
 
     def forget(self) -> None:
-        """Drop every connection unclosed (in a forked child: they are the parent's)."""
-        self._local = threading.local()
+        """Drop every connection unclosed (in a forked child: they are the parent's).
+
+        Closing one could hang (its parent thread may have held its lock at the fork) or end the
+        parent's session: so the list goes first, and the finalizers that dropping the thread-local
+        values fires find nothing left to close."""
         self._lock = threading.Lock()
         self._all = []
+        self._local = threading.local()
 
 
 class Together:

@@ -54,7 +54,13 @@ bench: setup
 	$(BIN)/python -m bench
 
 # The long mode of the reliability suite (issue 7): kills, faults and hostile input for MINUTES (default 60);
-# OUT=FILE.json also writes the figures there.
+# then the hostile mix (issue 27: every public call composed at random, on a file, on PostgreSQL and
+# through the endpoint) for HOSTILE_MINUTES (default 30; HOSTILE_ENGINE=sqlite|postgresql|endpoint|all).
+# OUT=FILE.json and HOSTILE_OUT=FILE.json also write the figures there.  Fails if either failed.
 .PHONY: stress
-stress: setup
-	$(BIN)/python -m tests.reliability.stress --minutes $${MINUTES:-60} $${OUT:+--out "$$OUT"}
+stress: setup-test system-deps
+	status=0; \
+	$(BIN)/python -m tests.reliability.stress --minutes $${MINUTES:-60} $${OUT:+--out "$$OUT"} || status=1; \
+	$(BIN)/python -m tests.reliability.hostile --minutes $${HOSTILE_MINUTES:-30} --engine $${HOSTILE_ENGINE:-all} \
+		$${HOSTILE_OUT:+--out "$$HOSTILE_OUT"} || status=1; \
+	exit $$status

@@ -50,7 +50,8 @@ COMMAND_MODULES = (db, queues, keys, send, messages, stats, redrive, worker, rpc
     type=click.Path(file_okay=False, path_type=Path),
     envvar="DURABLEQ_PAYLOAD_DIR",
     show_envvar=True,
-    help="The folder of large payloads stored outside the database file (default: DB.payloads beside it).",
+    help="The folder of large payloads stored outside the database file (default: DB.payloads beside it); "
+    "a folder of its own, private to you (mode 700).",
 )
 @click.version_option(durableq.__version__, prog_name="durableq")
 @click.pass_context

@@ -16,6 +16,7 @@ import click
 
 import durableq
 from durableq.engines.location import postgres_url
+from durableq.text import printable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,7 +38,8 @@ class CommandFailed(click.ClickException):
         self.code = code
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.code}: {self.format_message()}", err=True)
+        # One line, whatever the message repeats (a path, a name with a line break in it).
+        click.echo(f"error: {self.code}: {printable(self.format_message())}", err=True)
 
 
 class DurableQGroup(click.Group):
@@ -146,11 +148,16 @@ def keyring_path() -> Path:
     return path
 
 
+def _exists(location: str) -> bool:
+    """Whether the database is there: a file that exists, or any PostgreSQL database (created by its
+    server's administrator; durableq makes its tables)."""
+    return bool(postgres_url(location)) or Path(location).exists()
+
+
 def existing_db_location() -> str:
-    """The database, which must exist if it is a file: only a few commands may create one (a
-    PostgreSQL database is created by its server's administrator; durableq makes its tables)."""
+    """The database, which must exist if it is a file: only a few commands may create one."""
     location = db_location()
-    if not postgres_url(location) and not Path(location).exists():
+    if not _exists(location):
         raise CommandFailed(
             durableq.DatabaseError.code,
             f"no durableq database at {location}; run `durableq init` or pass --db",
@@ -159,12 +166,43 @@ def existing_db_location() -> str:
 
 
 def open_broker(*, create: bool = False) -> durableq.Broker:
-    """Open the database (closed when the command ends); ``create`` allows a new file."""
+    """Open the database, once per command (closed when the command ends); ``create`` allows a new file."""
+    ctx = click.get_current_context()
+    opened = ctx.meta.get(_BROKER)
+    if isinstance(opened, durableq.Broker):
+        return opened
     path = db_location() if create else existing_db_location()
     given = settings()
     # The library never reads the environment: the keyring and the payload store come from here.
-    broker = durableq.open(path, keyring=given.keyring, payload_dir=given.payload_dir)
-    return click.get_current_context().with_resource(broker)
+    broker = ctx.with_resource(durableq.open(path, keyring=given.keyring, payload_dir=given.payload_dir))
+    ctx.meta[_BROKER] = broker
+    return broker
+
+
+_BROKER = "durableq.broker"
+
+
+def management(action: str, queue: str | None = None) -> Callable[[F], F]:
+    """Declare a command that makes the management call ``action`` on the queue its parameter
+    ``queue`` names (README, "Audit trail").
+
+    The command looks the queue up and reads its options before the library's call; a refusal
+    there (no such queue) is recorded in the audit trail as the call's, as the library records
+    its own (``Broker.management_call``).  Put it right above the function, under ``@speaks``.
+    """
+
+    def decorate(callback: F) -> F:
+        @functools.wraps(callback)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            if not _exists(db_location()):  # no file to record in: the command says so, or creates it
+                return callback(*args, **kwargs)
+            name = kwargs.get(queue) if queue is not None else None
+            with open_broker().management_call(action, name):
+                return callback(*args, **kwargs)
+
+        return run  # type: ignore[return-value]
+
+    return decorate
 
 
 def open_queue(name: str, *, create: bool = False) -> durableq.Queue:
@@ -182,5 +220,6 @@ def fail_entries(failed: list[tuple[str, str, str]], total: int, what: str) -> N
     ``failed`` holds ``(where, code, message)``; nothing happens when it is empty.
     """
     if failed:
-        click.echo("\n".join(f"{where}: {code}: {message}" for where, code, message in failed), err=True)
+        lines = (f"{printable(where)}: {code}: {printable(message)}" for where, code, message in failed)
+        click.echo("\n".join(lines), err=True)
         raise CommandFailed(ENTRIES_FAILED, f"{len(failed)} of {total} {what} failed")

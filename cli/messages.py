@@ -77,7 +77,9 @@ def receive(
     The messages stay hidden for the visibility timeout; delete them with their
     receipt handle (or pass --delete), or they become visible again. A payload
     stored outside the file (a queue with large payloads) is not printed: its
-    size is; --save-payloads writes it to a file.
+    size is; --save-payloads writes it to a file. A message the --keyring cannot
+    open is shown as unreadable, never saved or deleted, and makes the exit
+    status 1.
 
     \b
       durableq receive jobs -n 10 --wait 20
@@ -88,14 +90,22 @@ def receive(
     messages = source.receive(
         max_messages, visibility_timeout=visibility_timeout, wait_time=wait, attempt_id=attempt_id
     )
-    saved = {m.message_id: _save_payload(m, save_dir) for m in messages} if save_dir is not None else {}
+    # A message this keyring cannot open is shown as such, never saved or deleted: it comes back
+    # (the queue's redrive policy counts it), and the command ends with exit status 1.
+    readable = [m for m in messages if m.unreadable is None]
+    saved = {m.message_id: _save_payload(m, save_dir) for m in readable} if save_dir is not None else {}
     emit(as_json, [_received_json(m, saved) for m in messages], lambda: _received_text(messages, saved))
-    if delete and messages:
-        result = source.delete_batch([m.receipt_handle for m in messages])
+    failed = [
+        (f"message {m.message_id}", m.unreadable.code, m.unreadable.message)
+        for m in messages
+        if m.unreadable is not None
+    ]
+    if delete and readable:
+        result = source.delete_batch([m.receipt_handle for m in readable])
         if not as_json:
             click.echo(f"deleted {len(result.successful)} of {len(messages)} messages")
-        failed = [(f"message {messages[int(f.id)].message_id}", f.code, f.message) for f in result.failed]
-        fail_entries(failed, len(messages), "deletes")
+        failed += [(f"message {readable[int(f.id)].message_id}", f.code, f.message) for f in result.failed]
+    fail_entries(failed, len(messages), "messages")
 
 
 def _save_payload(message: durableq.Message, folder: Path) -> Path:
@@ -143,7 +153,10 @@ def _received_text(messages: list[durableq.Message], saved: Mapping[str, Path]) 
         if message.message_id in saved:
             pairs.append(("saved to", saved[message.message_id]))
         # A payload stored outside may be large or binary: it is never printed, only saved.
-        text = "" if message.payload_size is not None else "\n" + message.body
+        if message.unreadable is not None:
+            text = f"\n(unreadable: {message.unreadable.code}: not received with its body)"
+        else:
+            text = "" if message.payload_size is not None else "\n" + message.body
         blocks.append(fields(pairs) + text)
     return "\n\n".join(blocks)
 

@@ -15,6 +15,7 @@ from typing import Any, Protocol, TypeVar
 import click
 
 import durableq
+from durableq.text import printable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -34,8 +35,10 @@ def jsonable(value: Any) -> Any:
         data: dict[str, Any] = {}
         for f in dataclasses.fields(value):
             if f.name == "_text" and isinstance(value, durableq.Message):
-                # A payload stored outside is not read into the JSON: its body is null (see payload_size).
-                data["body"] = value.body if value.payload_size is None else None
+                # A payload stored outside is not read into the JSON: its body is null (see payload_size);
+                # so is an unreadable message's (see "unreadable").
+                readable = value.payload_size is None and value.unreadable is None
+                data["body"] = value.body if readable else None
             elif not f.name.startswith("_"):
                 data[f.name] = jsonable(getattr(value, f.name))
         return data
@@ -76,11 +79,13 @@ def _line(values: Sequence[str], widths: Sequence[int], right: Sequence[bool]) -
 
 
 def _cell(value: Any) -> str:
+    """A value in a table or a ``name: value`` line, on that line whatever it holds (a refused queue
+    name with a line break, an escape sequence in a tag key): ``--json`` has the exact text."""
     if value is None:
         return "-"
     if isinstance(value, datetime):
         return when(value)
-    return str(value)
+    return printable(value)
 
 
 def fields(pairs: Iterable[tuple[str, Any]]) -> str:
@@ -110,7 +115,7 @@ def duration(seconds: float) -> str:
 
 def preview(body: str, width: int = BODY_PREVIEW) -> str:
     """One line of a body for a table."""
-    flat = body.replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
+    flat = printable(body)
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
@@ -131,7 +136,11 @@ def message_json(message: durableq.Message | durableq.PeekedMessage) -> dict[str
     else:
         first = message.first_received_at
         data["first_received_at"] = None if first is None else first.isoformat()
-        data["md5_of_body"] = message.md5_of_body
+        unreadable = message.unreadable
+        data["md5_of_body"] = None if unreadable is not None else message.md5_of_body
+        data["unreadable"] = (
+            None if unreadable is None else {"code": unreadable.code, "message": unreadable.message}
+        )
     return data
 
 

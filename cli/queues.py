@@ -11,7 +11,7 @@ import durableq
 from durableq import RedriveAllowPolicy, RedrivePolicy, limits
 from durableq.keyring import normalize_alias
 
-from .base import open_broker, open_queue, speaks
+from .base import management, open_broker, open_queue, speaks
 from .output import duration, emit, fields, json_option, table
 from .parsing import (
     KEY_VALUE,
@@ -134,6 +134,7 @@ def queue() -> None:
     sqs_managed_sse_enabled="--sse",
     kms_data_key_reuse_period="--kms-reuse",
 )
+@management("CreateQueue", "name")
 def create(
     name: str,
     fifo: bool,
@@ -315,6 +316,7 @@ def _description_text(description: dict[str, Any], payload_dir: Path | None) -> 
 @click.argument("name")
 @click.argument("settings", metavar="KEY=VALUE...", nargs=-1, required=True, type=SETTING)
 @json_option
+@management("SetQueueAttributes", "name")
 def set_settings(name: str, settings: tuple[tuple[str, Any], ...], as_json: bool) -> None:
     """Change a queue's settings.
 
@@ -337,6 +339,7 @@ def set_settings(name: str, settings: tuple[tuple[str, Any], ...], as_json: bool
 @queue.command("delete")
 @click.argument("name")
 @json_option
+@management("DeleteQueue", "name")
 def delete_queue(name: str, as_json: bool) -> None:
     """Delete a queue and all its messages (the name can be used again at once)."""
     open_broker().delete_queue(name)
@@ -346,6 +349,7 @@ def delete_queue(name: str, as_json: bool) -> None:
 @queue.command()
 @click.argument("name")
 @json_option
+@management("PurgeQueue", "name")
 def purge(name: str, as_json: bool) -> None:
     """Remove every message of a queue, in every state (FIFO: forget deduplication ids too)."""
     open_queue(name).purge()
@@ -365,6 +369,7 @@ def list_tags(name: str, as_json: bool) -> None:
 @click.argument("name")
 @click.argument("tags", metavar="KEY=VALUE...", nargs=-1, required=True, type=KEY_VALUE)
 @json_option
+@management("TagQueue", "name")
 def tag(name: str, tags: tuple[tuple[str, str], ...], as_json: bool) -> None:
     """Add or replace tags of a queue.
 
@@ -380,6 +385,7 @@ def tag(name: str, tags: tuple[tuple[str, str], ...], as_json: bool) -> None:
 @click.argument("name")
 @click.argument("keys", metavar="KEY...", nargs=-1, required=True)
 @json_option
+@management("UntagQueue", "name")
 def untag(name: str, keys: tuple[str, ...], as_json: bool) -> None:
     """Remove tags from a queue (keys it does not have are ignored)."""
     target = open_queue(name)

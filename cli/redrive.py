@@ -7,7 +7,7 @@ import click
 
 import durableq
 
-from .base import CommandFailed, open_broker, speaks
+from .base import CommandFailed, management, open_broker, speaks
 from .output import Progress, emit, json_option, progress, table
 
 #: Statuses of a task that has not ended yet.
@@ -25,6 +25,7 @@ MOVE_CANCELLED = "MessageMoveCancelled"
 @click.option("--rate", type=int, help="Move at most this many messages per second (default: no limit).")
 @json_option
 @speaks(max_per_second="--rate", destination="--to")
+@management("StartMessageMoveTask", "dlq")
 def redrive(dlq: str, destination: str | None, rate: int | None, as_json: bool) -> None:
     """Move the messages of dead-letter queue DLQ back to the queues they came from
     (or --to another queue), showing progress.
@@ -112,6 +113,7 @@ def list_moves(dlq: str, as_json: bool) -> None:
 @moves.command("cancel")
 @click.argument("task_handle")
 @json_option
+@management("CancelMessageMoveTask")
 def cancel_move(task_handle: str, as_json: bool) -> None:
     """Cancel a running message move task (it stops after its current batch).
 

@@ -6,6 +6,7 @@ import logging
 import os
 import secrets
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -13,13 +14,13 @@ from typing import Any
 
 from . import limits
 from .engines.base import Database
-from .engines.location import open_database
+from .engines.location import open_database, postgres_url
 from .engines.migrate import ensure_schema
 from .engines.sqlite import Database as SqliteDatabase
 from .errors import DurableQError, InvalidParameterValue
 from .keyring import Keyring
 from .limits import DEFAULT, _Default
-from .ops import audit, history, queue_rows, settings, validation
+from .ops import audit, history, payload_folder, queue_rows, settings, validation
 from .ops.runtime import Runtime
 from .options import OpenOptions
 from .queue import Queue
@@ -50,9 +51,12 @@ def open(
     ``busy_timeout`` bounds how long a call waits for another writer (a lock).
     ``payload_dir`` is the payload store of queues with large payloads (default:
     the folder ``PATH.payloads`` beside a SQLite file; on PostgreSQL there is no
-    default: give a folder every host shares).
+    default: give a folder every host shares); an existing one must be a folder
+    (not a link) of this user with mode 700, and not hold the database.
     ``keyring`` is the keyring file (or a :class:`~durableq.keyring.Keyring`) with
-    the master keys of encrypted queues; without one they can be neither sent to
+    the master keys of encrypted queues; it must exist (``KmsNotFound``: make one
+    with ``durableq keys create`` or ``Keyring.create``) and be usable
+    (``KmsAccessDenied``).  Without one, encrypted queues can be neither sent to
     nor received from (``KmsAccessDenied``), though stats, peek metadata and
     moves between queues of the same key still work.
     The broker keeps all of this as :attr:`Broker.options`.
@@ -77,18 +81,19 @@ def reopen(options: OpenOptions) -> Broker:
         raise InvalidParameterValue(
             f"options must be a durableq.OpenOptions (a broker's .options); got {type(options).__name__}"
         )
-    db = open_database(options.location, options.durability, options.busy_timeout)
+    location = options.location
+    # Checked before the file is made: a folder that is not private, or holds the database, is refused.
+    payloads = payload_folder.location(
+        options.payload_dir, None if postgres_url(location) else Path(location)
+    )
+    if options.keyring is not None:
+        options.keyring.check()  # one that does not exist (or is unusable) is an error here, never made later
+    db = open_database(location, options.durability, options.busy_timeout)
     try:
         ensure_schema(db)
     except BaseException:
         db.close()
         raise
-    if options.payload_dir is not None:
-        payloads = options.payload_dir
-    elif isinstance(db, SqliteDatabase):
-        payloads = Path(f"{db.path}.payloads")
-    else:  # no file to put it beside: large payloads on PostgreSQL need payload_dir (shared storage)
-        payloads = None
     return Broker(Runtime(db, options, payloads))
 
 
@@ -379,8 +384,23 @@ class Broker:
         if after is not None:
             validation.integer("after", after, 0, limits.MAX_EVENT_ID, "(an event_id)")
         validation.integer("limit", limit, 1, limits.MAX_EVENT_LIMIT, "events")
-        with self._rt.db.read() as conn:
+        with self._rt.db.settled_read() as conn:  # so that resuming after an id misses none
             return audit.events(conn, queue, start, after, limit)
+
+    def management_call(
+        self,
+        action: str,
+        queue: str | None,
+        *,
+        code_of: Callable[[BaseException], str | None] | None = None,
+    ) -> AbstractContextManager[None]:
+        """``with broker.management_call("PurgeQueue", name):`` around a management call that a program
+        prepares before making it (the CLI and the endpoint look the queue up and check their own
+        arguments): a refusal before the library's method is entered is recorded in the audit trail, as
+        the method records its own.  A durableq error is a refusal with its code (the file's own trouble
+        is none); ``code_of`` says which other errors are, with which code (None: not a refusal)."""
+        validation.text("action", action)
+        return audit.management_call(self._rt.db, self._rt.now_ms, action, queue, code_of)
 
     def message_events(
         self,
@@ -391,19 +411,22 @@ class Broker:
     ) -> list[MessageEvent]:
         """The message history of every queue that keeps one, oldest first: events whose
         ``event_id`` is above ``after`` and at most ``until`` (default: the newest), at most
-        ``limit`` (1-100,000).  Ids only grow, so a reader resumes after the last one it saw."""
+        ``limit`` (1-100,000).  Ids only grow, and no event is read while one with a lower id may still
+        commit (on PostgreSQL, where writes commit side by side, the read waits for the writes under
+        way), so a reader resumes after the last one it saw and misses none."""
         validation.integer("after", after, 0, limits.MAX_EVENT_ID, "(an event_id)")
         if until is not None:
             validation.integer("until", until, 0, limits.MAX_EVENT_ID, "(an event_id)")
         validation.integer("limit", limit, 1, limits.MAX_EVENT_LIMIT, "events")
-        with self._rt.db.read() as conn:
+        with self._rt.db.settled_read() as conn:  # so that resuming after an id misses none
             return history.events(
                 conn, after=after, until=limits.MAX_EVENT_ID if until is None else until, limit=limit
             )
 
     def newest_event_id(self) -> int:
-        """The highest message-event id of the file (0 if none): later events have higher ids."""
-        with self._rt.db.statement() as conn:
+        """The highest message-event id of the file (0 if none): later events have higher ids, and
+        no event at or below it is still to commit (a bound to read up to, with ``until``)."""
+        with self._rt.db.settled_read() as conn:
             return history.newest_event_id(conn)
 
     def wait_for_message_move(self, task_handle: str, timeout: float | None = None) -> None:

@@ -7,6 +7,11 @@ file is changed under a lock file (``KEYRING.lock``) and replaced atomically (wr
 fsynced, renamed), so concurrent ``create``/``rotate`` calls of several processes lose nothing and a
 crash leaves the old file or the new one.
 
+Only :meth:`Keyring.create` makes a keyring file.  Every other use of a path with no file behind it
+is an error (``KmsNotFound``): a mistyped path must not become a new keyring whose fresh keys seal
+messages nobody else can open.  A file whose contents are wrong is an error that names the file and
+what is wrong (``KmsAccessDenied``), checked whole when the file is read, never showing key material.
+
 Layout::
 
     {"format": "durableq-keyring", "version": 1,
@@ -41,6 +46,7 @@ from .errors import DatabaseLocked, InvalidParameterValue, KmsAccessDenied, KmsN
 __all__ = ["KeyInfo", "Keyring", "alias_of"]
 
 _FORMAT = "durableq-keyring"
+_FORMAT_VERSION = 1
 _ALIAS = re.compile(r"[A-Za-z0-9/_-]+")
 _KEY_BYTES = 32  # AES-256
 _LOCK_TIMEOUT = 10.0
@@ -62,12 +68,18 @@ def normalize_alias(alias: object) -> str:
     if not isinstance(alias, str):
         raise InvalidParameterValue(f"a key alias must be text; got {type(alias).__name__}")
     name = alias.removeprefix("alias/")
-    if not name or len(name) > limits.MAX_KEY_ALIAS_LENGTH or not _ALIAS.fullmatch(name):
-        raise InvalidParameterValue(
-            f"key alias {alias!r} is not allowed: use 1 to {limits.MAX_KEY_ALIAS_LENGTH} characters "
-            "of A-Z a-z 0-9 / _ - (optionally after 'alias/')"
-        )
+    if not _allowed(name):
+        raise InvalidParameterValue(f"key alias {alias!r} is not allowed: {_ALIAS_RULE}")
     return name
+
+
+_ALIAS_RULE = (
+    f"use 1 to {limits.MAX_KEY_ALIAS_LENGTH} characters of A-Z a-z 0-9 / _ - (optionally after 'alias/')"
+)
+
+
+def _allowed(name: str) -> bool:
+    return 0 < len(name) <= limits.MAX_KEY_ALIAS_LENGTH and _ALIAS.fullmatch(name) is not None
 
 
 def alias_of(kms_master_key_id: str) -> str:
@@ -100,6 +112,11 @@ class Keyring:
         return f"<durableq.Keyring {str(self.path)!r}>"
 
     # -- reading -----------------------------------------------------------------
+
+    def check(self) -> None:
+        """Read the file now: KmsNotFound if there is none, KmsAccessDenied if it is not a usable
+        keyring (what :func:`durableq.open` does with the keyring it is given)."""
+        self._current()
 
     def list(self) -> list[KeyInfo]:
         """The keys, by alias."""
@@ -136,9 +153,10 @@ class Keyring:
     # -- changing ----------------------------------------------------------------
 
     def create(self, alias: str) -> KeyInfo:
-        """Create a new master key (version 1); InvalidParameterValue if the alias exists."""
+        """Create a new master key (version 1), and the keyring file if there is none (the one way a
+        keyring file is made); InvalidParameterValue if the alias exists."""
         name = normalize_alias(alias)
-        with self._changing() as keys:
+        with self._changing(new_file=True) as keys:
             if name in keys:
                 raise InvalidParameterValue(
                     f"key alias/{name} exists in {self.path}; rotate it with `durableq keys rotate {name}`"
@@ -147,7 +165,8 @@ class Keyring:
             return _info(name, keys[name])
 
     def ensure(self, alias: str) -> None:
-        """Create ``alias`` unless it exists (the broker's managed key)."""
+        """Create ``alias`` unless it exists (the broker's managed key), in the keyring file that
+        exists (KmsNotFound if there is none: never made here)."""
         name = normalize_alias(alias)
         if name in self._current():
             return
@@ -169,12 +188,18 @@ class Keyring:
 
     # -- the file ----------------------------------------------------------------
 
-    def _current(self) -> dict[str, Any]:
-        """The keys as the file holds them now (re-read only when its stamp changed)."""
+    def _current(self, *, missing_ok: bool = False) -> dict[str, Any]:
+        """The keys as the file holds them now (re-read only when its stamp changed).  No file:
+        KmsNotFound, or no keys with ``missing_ok`` (only for the change that creates it)."""
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
-            return {}
+            if missing_ok:
+                return {}
+            raise KmsNotFound(
+                f"there is no keyring file at {self.path}: create one with `durableq keys create ALIAS` "
+                "(or Keyring(path).create(alias)), or give the path of the keyring that holds the keys"
+            ) from None
         except OSError as exc:
             raise KmsAccessDenied(f"cannot read the keyring {self.path}: {exc.strerror or exc}") from exc
         stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
@@ -191,21 +216,40 @@ class Keyring:
                 f"make it private: chmod 600 {self.path}"
             )
         try:
-            document = json.loads(self.path.read_text("utf-8"))
-            if document.get("format") != _FORMAT or not isinstance(document.get("keys"), dict):
-                raise ValueError("not a durableq keyring")
-            keys: dict[str, Any] = document["keys"]
-        except (OSError, ValueError, AttributeError) as exc:
-            raise KmsAccessDenied(f"{self.path} is not a usable durableq keyring: {exc}") from exc
-        return keys
+            text = self.path.read_text("utf-8")
+        except UnicodeDecodeError:
+            raise self._unusable("it is not UTF-8 text") from None
+        except OSError as exc:
+            raise KmsAccessDenied(f"cannot read the keyring {self.path}: {exc.strerror or exc}") from exc
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError as exc:  # its message names a position, never the text
+            raise self._unusable(
+                f"it is not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+            ) from None
+        try:
+            return _keys_of(document)
+        except _Malformed as exc:
+            raise self._unusable(str(exc)) from None
+
+    def _unusable(self, what: str) -> KmsAccessDenied:
+        return KmsAccessDenied(
+            f"the keyring {self.path} is not a usable durableq keyring: {what}; restore it from your copy "
+            "(durableq never rewrites a keyring it cannot read)"
+        )
 
     @contextlib.contextmanager
-    def _changing(self) -> Any:
-        """The keys to change, under the lock file; written back atomically when the block ends."""
+    def _changing(self, *, new_file: bool = False) -> Any:
+        """The keys to change, under the lock file; written back atomically when the block ends.  The
+        file must exist, unless ``new_file`` (``create``)."""
+        if not new_file:
+            self._current()  # before the lock file: no file, no lock file made beside it either
         lock = FileLock(f"{self.path}.lock", mode=limits.KEYRING_FILE_MODE)
         try:
             with lock.acquire(timeout=_LOCK_TIMEOUT):
-                keys = json.loads(json.dumps(self._current()))  # a copy: readers keep the old one
+                # A copy: readers keep the old one.  (Read again under the lock: another process may
+                # have changed the file, or removed it, meanwhile.)
+                keys = json.loads(json.dumps(self._current(missing_ok=new_file)))
                 yield keys
                 self._write(keys)
         except Timeout as exc:
@@ -232,6 +276,81 @@ class Keyring:
                 os.unlink(partial)
             raise
         fsync_path(self.path.parent)
+
+
+class _Malformed(Exception):
+    """What is wrong with a keyring document (never quoting key material)."""
+
+
+def _keys_of(document: object) -> dict[str, Any]:
+    """The ``keys`` of a keyring document, checked whole: every alias, key and version has the
+    fields and types :class:`Keyring` relies on, and every key is 32 bytes of base64."""
+    if not isinstance(document, dict):
+        raise _Malformed(f"it is a JSON {_json_type(document)}, not an object")
+    if document.get("format") != _FORMAT:
+        raise _Malformed(f'it is not a durableq keyring (its "format" is not "{_FORMAT}")')
+    version = document.get("version")
+    if version != _FORMAT_VERSION or isinstance(version, bool):
+        shown = f"version {version}" if isinstance(version, int) else "a version that is not a number"
+        raise _Malformed(f"it is {shown} of the format; this durableq reads version {_FORMAT_VERSION}")
+    keys = document.get("keys")
+    if not isinstance(keys, dict):
+        raise _Malformed('"keys" must be an object (alias: key)')
+    for alias, entry in keys.items():
+        if not _allowed(alias):
+            raise _Malformed(f"key alias {alias!r} is not allowed: {_ALIAS_RULE}")
+        _check_key(f"alias/{alias}", entry)
+    return keys
+
+
+def _check_key(where: str, entry: object) -> None:
+    if not isinstance(entry, dict):
+        raise _Malformed(f"{where}: must be an object")
+    key_id, current, versions = (_field(where, entry, name) for name in ("key_id", "current", "versions"))
+    if not isinstance(key_id, str) or not key_id:
+        raise _Malformed(f'{where}: "key_id" must be text')
+    if not isinstance(current, int) or isinstance(current, bool):
+        raise _Malformed(f'{where}: "current" must be a version number')
+    if not isinstance(versions, dict) or not versions:
+        raise _Malformed(f'{where}: no versions ("versions" must be an object of at least one version)')
+    for number, version in versions.items():
+        if not (number.isdecimal() and number.isascii() and str(int(number)) == number and int(number) > 0):
+            raise _Malformed(f"{where}: version {number!r} is not a number from 1")
+        _check_version(f"{where}, version {number}", version)
+    if str(current) not in versions:
+        held = ", ".join(sorted(versions, key=int))
+        raise _Malformed(f"{where}: its current version {current} is not among its versions ({held})")
+
+
+def _check_version(where: str, version: object) -> None:
+    if not isinstance(version, dict):
+        raise _Malformed(f"{where}: must be an object")
+    material, created_at = (_field(where, version, name) for name in ("material", "created_at"))
+    try:
+        if not isinstance(material, str):
+            raise ValueError
+        size = len(base64.b64decode(material, validate=True))
+    except ValueError:  # (binascii.Error is one)
+        raise _Malformed(f'{where}: "material" is not base64') from None
+    if size != _KEY_BYTES:
+        raise _Malformed(f'{where}: "material" must be {_KEY_BYTES} bytes (AES-256); it holds {size}')
+    try:
+        if not isinstance(created_at, str):
+            raise ValueError
+        datetime.fromisoformat(created_at)
+    except ValueError:
+        raise _Malformed(f'{where}: "created_at" is not an ISO 8601 time') from None
+
+
+def _field(where: str, entry: dict[str, Any], name: str) -> Any:
+    if name not in entry:
+        raise _Malformed(f'{where}: "{name}" is missing')
+    return entry[name]
+
+
+def _json_type(value: object) -> str:
+    names = {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
 
 
 def _version() -> dict[str, str]:

@@ -65,10 +65,11 @@ class OpenOptions:
             raise InvalidParameterValue(
                 f"path must be a file path or a postgresql:// URL; got {type(location).__name__}"
             )
-        if payload_dir is not None and not isinstance(payload_dir, (str, os.PathLike)):
-            raise InvalidParameterValue(
-                f"payload_dir must be a folder path; got {type(payload_dir).__name__}"
-            )
+        if payload_dir is not None and (
+            not isinstance(payload_dir, (str, os.PathLike)) or not os.fspath(payload_dir)
+        ):
+            given = type(payload_dir).__name__ if not isinstance(payload_dir, str) else "''"
+            raise InvalidParameterValue(f"payload_dir must be a folder path; got {given}")
         ring = keyring if isinstance(keyring, Keyring) or keyring is None else Keyring(keyring)
         put = object.__setattr__  # frozen: set once, here
         put(self, "location", os.fspath(location))

@@ -47,8 +47,8 @@ from .types import (
 
 
 def _this_queue(queue: Queue, *args: object, **kwargs: object) -> str:
-    """The queue an audited method of a Queue acts on: its own."""
-    return queue._name
+    """The queue an audited method of a Queue acts on: its own (``HOST#NAME`` for a virtual queue)."""
+    return queue.name
 
 
 class Queue:
@@ -61,6 +61,10 @@ class Queue:
         self._rt = runtime
         self._name = name
         self._fifo = fifo
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        audit.cover_overrides(cls)  # a subclass's refusal of a management call is recorded as the call's
 
     @property
     def name(self) -> str:
@@ -148,7 +152,7 @@ class Queue:
         if after is not None:
             validation.integer("after", after, 0, limits.MAX_EVENT_ID, "(an event_id)")
         validation.integer("limit", limit, 1, limits.MAX_EVENT_LIMIT, "events")
-        with self._rt.db.read() as conn:
+        with self._rt.db.settled_read() as conn:  # so that resuming after an id misses none
             return history.events(conn, queue=self._fresh(conn), since=start, after=after or 0, limit=limit)
 
     def peek(self, *, state: str | None = None, limit: int = limits.DEFAULT_PEEK) -> list[PeekedMessage]:

@@ -7,7 +7,10 @@ import io
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field, fields
 from datetime import UTC, datetime
-from typing import Any, BinaryIO, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
+
+if TYPE_CHECKING:
+    from .errors import DurableQError
 
 __all__ = [
     "Attribute",
@@ -79,13 +82,16 @@ def datetime_from_ms(ms: int) -> datetime:
 
 class Content(Protocol):
     """What a message stores somewhere other than its ``body`` text: a large payload, or sealed content
-    that failed its check.  Read only when asked for."""
+    this broker could not open (``error`` says why).  Read only when asked for."""
 
     def text(self) -> str: ...
 
     def md5(self) -> str: ...
 
     def open(self) -> BinaryIO: ...
+
+    @property
+    def error(self) -> DurableQError | None: ...
 
 
 @dataclass(slots=True)
@@ -125,10 +131,23 @@ class Message:
             text = self._text = self._content.text()
         return text
 
+    @property
+    def unreadable(self) -> DurableQError | None:
+        """Why this message's content cannot be read, as found when it was received; None when it can.
+        ``KmsAccessDenied`` or ``KmsNotFound``: it is sealed under a key this broker's keyring lacks
+        (or holds other material under); ``MessageCorrupt``: its sealed content or data key fails its
+        check.  Its ``body``, ``md5_of_body`` and ``open_payload()`` raise that error, and its
+        ``attributes`` are empty.  It was received like any other: delete it, or let it come back (the
+        queue's redrive policy counts it).  (A payload stored outside is checked as it is read.)"""
+        return None if self._content is None else self._content.error
+
     def __repr__(self) -> str:
         # The body as ``body=`` (a payload stored outside is not read for a repr), then the other fields.
+        unreadable = self.unreadable
         body = (
-            f"<payload of {self.payload_size} bytes>"
+            f"<unreadable: {unreadable.code}>"
+            if unreadable is not None
+            else f"<payload of {self.payload_size} bytes>"
             if self._text is None and self.payload_size is not None
             else repr(self._text)
         )

@@ -131,3 +131,69 @@ def test_a_refused_name_that_cannot_be_stored_is_recorded_escaped(broker: durabl
     (event,) = broker.audit()
     assert (event.action, event.outcome) == ("DeleteQueue", "InvalidParameterValue")
     assert event.queue is not None and event.queue.startswith("bad\\ud800namex")
+
+
+VIRTUAL_QUEUE_CALLS = {
+    "SetQueueAttributes": lambda q: q.set_attributes(visibility_timeout=5),
+    "PurgeQueue": lambda q: q.purge(),
+    "TagQueue": lambda q: q.tag(team="a"),
+    "UntagQueue": lambda q: q.untag("team"),
+    "AddPermission": lambda q: q.add_permission("readers", ["123456789012"], ["ReceiveMessage"]),
+    "RemovePermission": lambda q: q.remove_permission("readers"),
+}
+
+
+@pytest.mark.parametrize("action", VIRTUAL_QUEUE_CALLS)
+def test_a_management_call_refused_by_a_virtual_queue_is_recorded(
+    broker: durableq.Broker, action: str
+) -> None:
+    """A virtual queue has no settings, tags or permissions of its own: its refusal is a refused call too."""
+    virtual = broker.create_queue("host").virtual_queue("v")
+    with pytest.raises(durableq.UnsupportedOperation):
+        VIRTUAL_QUEUE_CALLS[action](virtual)
+    assert _actions(broker)[1:] == [(action, "host#v", "UnsupportedOperation", {})]
+
+
+def test_a_refusal_before_the_library_call_is_recorded_once(broker: durableq.Broker) -> None:
+    """What the CLI and the endpoint do: look the queue up and check their own arguments, then call."""
+    jobs = broker.create_queue("jobs")
+    with pytest.raises(durableq.QueueDoesNotExist):  # refused before the call: the boundary records it
+        with broker.management_call("PurgeQueue", "missing"):
+            broker.get_queue("missing").purge()
+    with pytest.raises(durableq.InvalidAttributeValue):  # refused by the call: its own row, only
+        with broker.management_call("SetQueueAttributes", "jobs"):
+            broker.get_queue("jobs").set_attributes(visibility_timeout=-1)
+    with pytest.raises(durableq.MissingParameter):  # the call succeeded, then the caller failed: no refusal
+        with broker.management_call("TagQueue", "jobs"):
+            jobs.tag(team="a")
+            raise durableq.MissingParameter("after the call")
+    with pytest.raises(ValueError):  # not a durableq error: not a refusal (a bug of the caller)
+        with broker.management_call("PurgeQueue", "jobs"):
+            raise ValueError("a bug")
+    assert _actions(broker)[1:] == [
+        ("PurgeQueue", "missing", "QueueDoesNotExist", {}),
+        ("SetQueueAttributes", "jobs", "InvalidAttributeValue", {}),
+        ("TagQueue", "jobs", "OK", {"keys": ["team"]}),
+    ]
+
+
+def test_a_boundary_can_say_which_of_its_own_errors_are_refusals(broker: durableq.Broker) -> None:
+    class Refused(Exception):
+        pass
+
+    with pytest.raises(Refused):
+        with broker.management_call(
+            "DeleteQueue", "a\nb", code_of=lambda exc: "Refused" if isinstance(exc, Refused) else None
+        ):
+            raise Refused
+    assert _actions(broker) == [("DeleteQueue", "a\nb", "Refused", {})]
+
+
+@pytest.mark.parametrize("name", ["nul\x00name", "bad\ud800name", "line\nbreak"])
+def test_any_refused_name_can_be_recorded(broker: durableq.Broker, name: str) -> None:
+    """A refused name is kept as far as the engine can store it (PostgreSQL's text holds no NUL)."""
+    with pytest.raises(durableq.InvalidParameterValue):
+        broker.create_queue(name)
+    (event,) = broker.audit()
+    assert (event.action, event.outcome) == ("CreateQueue", "InvalidParameterValue")
+    assert event.queue == name.replace("\x00", "\\x00").replace("\ud800", "\\ud800")

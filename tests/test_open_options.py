@@ -23,6 +23,7 @@ from tests.worker_handlers import events
 
 def test_a_broker_keeps_how_it_was_opened(target: str, tmp_path: Path) -> None:
     keys = tmp_path / "keys.json"
+    durableq.Keyring(keys).create("orders")
     with durableq.open(target, durability="normal", busy_timeout=3, keyring=keys) as broker:
         options = broker.options
         assert isinstance(options, durableq.OpenOptions)

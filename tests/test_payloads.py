@@ -194,10 +194,9 @@ def test_a_damaged_payload_is_never_returned(
     damaged = bytearray(stored[str(ref)].read_bytes())
     damaged[limits.PAYLOAD_CHUNK_SIZE + 100] ^= 1  # a bit of the second chunk
     stored[str(ref)].write_bytes(bytes(damaged))
-    with binary.open_payload() as stream:
-        assert stream.read(limits.PAYLOAD_CHUNK_SIZE) == data[: limits.PAYLOAD_CHUNK_SIZE]  # checked chunk
+    with binary.open_payload() as stream:  # the first chunk is whole, yet not a byte of it comes out
         with pytest.raises(durableq.MessageCorrupt, match="chunk 1 does not authenticate"):
-            stream.read()
+            stream.read(1)
     # A row whose checksum does not match its file: the body is never returned.
     ((meta,),) = sql_rows(target, "SELECT payload_meta FROM messages WHERE message_id = ?", text.message_id)
     values = json.loads(meta)

@@ -17,8 +17,9 @@ import sqlalchemy as sa
 
 import durableq
 from durableq.engines.fileformat import SCHEMA_REVISION
-from durableq.engines.postgres import VERSION_TABLE, spell
+from durableq.engines.postgres import VERSION_TABLE
 from durableq.engines.schema import metadata
+from durableq.engines.spelling import spell
 
 from . import pgcluster
 from .conftest import until_long_polls_wait

@@ -90,7 +90,9 @@ EVENT_TABLES = tuple(_TABLES)
 def last_event_id(snapshot: Snapshot, table: str) -> int:
     """The highest id of ``table`` (``events`` or ``audit``) in the snapshot; 0 when it is empty.
 
-    Ids only grow and the newest row is never deleted, so every later event has a higher id.
+    Ids only grow and the newest row is never deleted, so every later event has a higher id; and
+    the snapshot is settled (a copy of a file; on PostgreSQL begun as ``settled_read`` begins), so
+    no event at or below this id is still to commit: an export resumes after it and misses none.
     """
     stored, column, *_ = _TABLES[table]
     [(highest,)] = snapshot.query(_MAX_SQL.format(column=column, table=stored))

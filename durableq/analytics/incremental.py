@@ -17,7 +17,9 @@ A run of one table, with checkpoint C (0 before the first run):
 
 A crash before step 4 leaves C in place, so the next run removes the files of step 3 and exports
 (C, M'] again; after step 4 the files are the run's for good.  Ids only grow and are never reused,
-so (C, M] of a later snapshot holds every event written since.  Events swept by their queue's
+and a snapshot is settled (no event at or below its highest id is still to commit; on PostgreSQL,
+where writes commit side by side, taking it waits for the writes under way), so (C, M] of a later
+snapshot holds every event written since.  Events swept by their queue's
 ``history_retention`` before a run are not in any snapshot: export more often than that.
 """
 

@@ -1,6 +1,7 @@
 """A snapshot of a PostgreSQL database for Spark: the live tables, as one transaction sees them.
 
-Nothing is copied.  A ``REPEATABLE READ`` transaction of this process exports its snapshot
+Nothing is copied.  A ``REPEATABLE READ`` transaction of this process, begun as a settled read
+(see ``durableq.engines.postgres.Database.settled_read``), exports its snapshot
 (``pg_export_snapshot()``) and stays open while Spark reads; every JDBC connection Spark opens
 begins its own transaction with ``SET TRANSACTION SNAPSHOT`` of that id (the connection's
 ``sessionInitStatement``), so every partition, on any executor, reads exactly the state the
@@ -18,7 +19,8 @@ import psycopg
 
 from ..engines.fileformat import SCHEMA_REVISION
 from ..engines.location import redacted
-from ..engines.postgres import VERSION_TABLE, close_quietly, spell, spell_fragments, translate
+from ..engines.postgres import SETTLED_BARRIER, SETTLED_BEGIN, VERSION_TABLE, close_quietly, translate
+from ..engines.spelling import spell, spell_fragments
 from ..errors import DatabaseError, NotADurableQDatabase
 from .driver import POSTGRES
 from .errors import AnalyticsError
@@ -81,7 +83,8 @@ class PostgresSnapshot(Snapshot):
 
 
 def export(url: str, clock: Callable[[], float]) -> PostgresSnapshot:
-    """Begin the transaction whose snapshot Spark reads, and check the database is durableq's."""
+    """Begin the transaction whose snapshot Spark reads (settled: it waits for the writes under way),
+    and check the database is durableq's."""
     try:
         conn = psycopg.connect(
             url, autocommit=True, connect_timeout=_CONNECT_TIMEOUT, application_name="durableq"
@@ -89,7 +92,11 @@ def export(url: str, clock: Callable[[], float]) -> PostgresSnapshot:
     except psycopg.Error as exc:
         raise translate(exc, url, _CONNECT_TIMEOUT) from exc
     try:
-        conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        # A settled snapshot (as the library's readers take): every event id at or below the highest
+        # it holds has committed or never will, so an incremental export resumes after it safely.
+        conn.execute(f"SET lock_timeout = {_CONNECT_TIMEOUT * 1000}")
+        conn.execute(SETTLED_BARRIER)
+        conn.execute(SETTLED_BEGIN)
         row = conn.execute("SELECT pg_export_snapshot(), to_regclass(%s)", (VERSION_TABLE,)).fetchone()
         assert row is not None
         snapshot_id, has_version = row

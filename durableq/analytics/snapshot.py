@@ -22,12 +22,12 @@ from contextlib import closing
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from .. import limits
 from ..engines.fileformat import SCHEMA_REVISION
 from ..engines.files import identify
-from ..engines.location import postgres_url
+from ..engines.location import postgres_engine, postgres_url
 from ..engines.migrate import current
 from ..engines.sqlite import Database, translate
 from ..errors import DatabaseError, NotADurableQDatabase
@@ -66,7 +66,9 @@ class Snapshot:
     @property
     def name(self) -> str:
         """A short name of the source (a file's name, a database's name)."""
-        return self.source.name if isinstance(self.source, Path) else self.source.rsplit("/", 1)[-1]
+        if isinstance(self.source, Path):
+            return self.source.name
+        return urlsplit(self.source).path.rsplit("/", 1)[-1]  # a URL's database, without parameters
 
     @property
     def closed(self) -> bool:
@@ -130,6 +132,7 @@ def take(
     """A snapshot of ``source``: :func:`copy` of a SQLite file, or of a PostgreSQL database (a URL),
     :func:`~durableq.analytics.live.export` (``directory`` does not apply: nothing is copied)."""
     if isinstance(source, str) and postgres_url(source):
+        postgres_engine(source)  # a clear error if the postgres extra is missing
         from .live import export
 
         return export(source, clock)

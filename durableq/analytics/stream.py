@@ -6,13 +6,16 @@
     events = spark.readStream.format("durableq-events").option("path", "/srv/queue.db").load()
 
 Offsets are event ids (they only grow and are never reused), so a query's checkpoint resumes
-after the last event it processed, with no event twice and none skipped.  Each micro-batch reads
-the events of every queue that keeps history in (previous offset, latest offset] through the
-library (``Broker.message_events``), in the Spark worker, from the live file (an absolute path):
-the file must be reachable where the workers run (a local master, or executors on the queue's
-host).  The rows have :data:`~durableq.analytics.EVENTS_SCHEMA`.  Needs PySpark's Python data
-source API (PySpark 4) and pyarrow (in ``durableq[spark]``); Spark's Python workers must import
-durableq (a session durableq starts runs them with its own interpreter, ``PYSPARK_PYTHON``).
+after the last event it processed, with no event twice and none skipped: the latest offset is
+``Broker.newest_event_id``, which (like every read of events) waits on PostgreSQL for the writes
+under way, so no event at or below it is still to commit.  Each micro-batch reads the events of
+every queue that keeps history in (previous offset, latest offset] through the library
+(``Broker.message_events``), in the Spark worker, from the live database: a file (an absolute
+path, reachable where the workers run: a local master, or executors on the queue's host), or a
+``postgresql://`` URL the workers can connect to.  The rows have
+:data:`~durableq.analytics.EVENTS_SCHEMA`.  Needs PySpark's Python data source API (PySpark 4)
+and pyarrow (in ``durableq[spark]``); Spark's Python workers must import durableq (a session
+durableq starts runs them with its own interpreter, ``PYSPARK_PYTHON``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
+from ..engines.location import postgres_url
 from .events import EVENT_STREAM_FORMAT as FORMAT
 from .events import EVENTS_SCHEMA
 
@@ -39,8 +43,8 @@ class _Range(InputPartition):
 
 
 class EventStream(DataSource):
-    """The ``durableq-events`` streaming source; options: ``path`` (the durableq file, required),
-    ``maxEventsPerBatch`` (default 100,000)."""
+    """The ``durableq-events`` streaming source; options: ``path`` (the durableq file's absolute
+    path, or a ``postgresql://`` URL; required), ``maxEventsPerBatch`` (default 100,000)."""
 
     @classmethod
     def name(cls) -> str:
@@ -51,10 +55,11 @@ class EventStream(DataSource):
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         path = self.options.get("path")
-        if not path or not os.path.isabs(path):
+        if not path or not (os.path.isabs(path) or postgres_url(path)):
             # It is read in Spark's Python workers, whose working folder is not the caller's.
             raise ValueError(
-                f'the {FORMAT} source needs .option("path", ABSOLUTE_PATH_OF_THE_FILE); got {path!r}'
+                f'the {FORMAT} source needs .option("path", ABSOLUTE_PATH_OF_THE_FILE) '
+                f"(or a postgresql:// URL); got {path!r}"
             )
         return _Reader(str(path), int(self.options.get("maxEventsPerBatch", DEFAULT_BATCH)))
 
@@ -98,7 +103,7 @@ class _Reader(DataSourceStreamReader):
 def _broker(path: str) -> Any:
     import durableq  # in Spark's Python worker
 
-    if not os.path.isfile(path):  # durableq.open would create it
+    if not postgres_url(path) and not os.path.isfile(path):  # durableq.open would create it
         raise FileNotFoundError(f"the {FORMAT} source reads {path!r}, which is not a file")
     return durableq.open(path, durability="normal")
 

@@ -79,6 +79,14 @@ class Database(Protocol):
         """A read transaction: one consistent snapshot for several statements."""
         ...
 
+    def settled_read(self) -> AbstractContextManager[Connection]:
+        """A read transaction whose snapshot is settled: every id of an event (``message_events``,
+        ``audit_events``) at or below the highest it shows has committed, or never will; so a reader
+        that resumes after the last id it read misses none.  Every reader that resumes after an id
+        reads through it: ``Broker.message_events``, ``newest_event_id``, ``Queue.events``,
+        ``Broker.audit``, the ``durableq-events`` stream, the incremental export."""
+        ...
+
     def watcher(self) -> watch.Watcher:
         """The change watcher of this database (one per process, started on first use)."""
         ...

@@ -1,7 +1,7 @@
 """The PostgreSQL engine: connections to a server many hosts share, transactions, notification.
 
-The operations' statements are written once, in SQLite's spelling; :func:`spell` turns each into
-PostgreSQL's once (cached): the parameter style, and the fragments of :mod:`.sql` that differ.
+The operations' statements are written once, in SQLite's spelling; :mod:`.spelling` turns each into
+PostgreSQL's.
 
 Concurrency.  SQLite lets one writer in at a time, and every rule of the operations was written
 against that.  Here:
@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -46,10 +45,11 @@ from ..errors import (
     InvalidParameterValue,
     UnsupportedOperation,
 )
-from . import sql, watch
+from . import watch
 from .base import Cursor, Params, PerThread
 from .group import GroupStats
-from .location import redacted
+from .location import redacted, scrubbed
+from .spelling import spell
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -68,61 +68,12 @@ VERSION_TABLE = "durableq_version"
 
 _SYNCHRONOUS = {"full": "on", "normal": "off"}
 
-
-# -- spelling SQLite's statements in PostgreSQL's SQL -------------------------------------------
-
-_PARAM = re.compile(r"'(?:[^']|'')*'|--[^\n]*|/\*.*?\*/|::|:([A-Za-z_]\w*)|\?|%", re.S)
-
-#: The fragments of :mod:`.sql` (SQLite's spelling) and PostgreSQL's spelling of each.
-_SPELLINGS: list[tuple[re.Pattern[str], str]] = [
-    (
-        re.compile(re.escape(sql.in_ids(":P")).replace(":P", r":(\w+)")),
-        r"(SELECT CAST(value AS bigint) FROM json_array_elements_text(CAST(:\1 AS json)))",
-    ),
-    (
-        re.compile(re.escape(sql.in_texts(":P")).replace(":P", r":(\w+)")),
-        r"(SELECT value FROM json_array_elements_text(CAST(:\1 AS json)))",
-    ),
-    (re.compile(re.escape(sql.SKIP_LOCKED)), "FOR UPDATE SKIP LOCKED"),
-    (
-        re.compile(re.escape(sql.NEW_HANDLE)),
-        f"format('%s.%s.%s.%s', queue_id, id, secret, {sql.RANDOM_HEX_PG})",
-    ),
-    (
-        re.compile(re.escape(sql.catalog_bump(7)).replace("7", r"(\d+)")),
-        r"UPDATE durableq_catalog SET version = \1",
-    ),
-    (re.compile(re.escape(sql.CATALOG_VERSION)), "SELECT version FROM durableq_catalog"),
-    (re.compile(re.escape(sql.byte_length("X")).replace("X", r"(\w+)")), r"octet_length(\1)"),
-    # SQLite's planner hint (PostgreSQL plans on its own).
-    (re.compile(r"\bINDEXED BY \w+"), ""),
-]
-
-
-def spell_fragments(statement: str) -> str:
-    """``statement`` (SQLite's SQL) with PostgreSQL's spelling of the fragments of :mod:`.sql`, and
-    nothing else changed (for SQL handed to another driver: Spark's JDBC reads)."""
-    for pattern, replacement in _SPELLINGS:
-        statement = pattern.sub(replacement, statement)
-    return statement
-
-
-@lru_cache(maxsize=1024)
-def spell(statement: str) -> str:
-    """``statement`` (SQLite's SQL, ``:name`` or ``?`` parameters) in PostgreSQL's SQL for psycopg."""
-    statement = spell_fragments(statement)
-
-    def placeholder(match: re.Match[str]) -> str:
-        token = match.group(0)
-        if match.group(1) is not None:
-            return f"%({match.group(1)})s"
-        if token == "?":
-            return "%s"
-        if token == "%":
-            return "%%"
-        return token.replace("%", "%%")  # a string literal, a comment or a cast, as it is
-
-    return _PARAM.sub(placeholder, statement)
+#: How a settled read begins (see :meth:`Database.settled_read`), in this order on an idle
+#: connection: the writers' lock taken exclusively for the session, then the transaction, whose
+#: first statement (where its snapshot is taken) releases the lock.  If the second fails, the
+#: connection may still hold the lock: close it.
+SETTLED_BARRIER = f"SELECT pg_advisory_lock({_WRITERS})"
+SETTLED_BEGIN = f"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT pg_advisory_unlock({_WRITERS})"
 
 
 _WRITES = ("INSERT", "UPDATE", "DELETE")
@@ -153,7 +104,8 @@ class _NumericLoader(Loader):
 def translate(exc: psycopg.Error, location: str, busy_timeout: float) -> DatabaseError:
     """The durableq error for a driver error (raise it ``from exc``)."""
     where = redacted(location)
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    said = scrubbed(str(exc).strip(), location)
+    text = said.splitlines()[0] if said else type(exc).__name__
     if isinstance(exc, (pgerrors.LockNotAvailable, pgerrors.DeadlockDetected, pgerrors.SerializationFailure)):
         return DatabaseLocked(
             f"{where}: a lock stayed taken by another connection for more than {busy_timeout:g} s, "
@@ -214,6 +166,16 @@ class Connection:
     @property
     def in_transaction(self) -> bool:
         return self.raw.info.transaction_status != TransactionStatus.IDLE
+
+    @property
+    def idle(self) -> bool:
+        """Open, and neither inside a transaction nor running a statement: fit to hand out."""
+        return not self.raw.closed and self.raw.info.transaction_status == TransactionStatus.IDLE
+
+    @property
+    def cut_off(self) -> bool:
+        """Is a statement still under way (an interrupt came while the driver waited for it)?"""
+        return self.raw.info.transaction_status in (TransactionStatus.ACTIVE, TransactionStatus.UNKNOWN)
 
     def run(self, command: str) -> None:
         """A statement of the engine's own (no parameters; several may be joined by ``;``)."""
@@ -281,11 +243,12 @@ class Database:
 
     @property
     def conn(self) -> Connection:
-        """This thread's connection, opened on first use (and again if the server dropped it)."""
+        """This thread's connection, opened on first use (and again if the server dropped it, or a
+        statement of it was cut off half way: its state is unknown)."""
         if self._closed:
             raise BrokerClosed(f"{self.name}: the broker is closed")
         conn = self._connections.current()
-        if conn is not None and not (conn.raw.closed or conn.raw.broken):
+        if conn is not None and not (conn.raw.closed or conn.raw.broken or conn.cut_off):
             return conn
         if conn is not None:
             self._connections.release(conn)
@@ -304,6 +267,12 @@ class Database:
         return translate(exc, self.location, self.busy_timeout)
 
     # -- transactions ----------------------------------------------------------------------
+    #
+    # A connection is handed out idle, and given back idle or closed: every transaction runs
+    # through _transaction, whose one except clause (_restore) covers every step that can fail
+    # (the lock of its BEGIN timing out, a statement, NOTIFY or COMMIT, an interrupt, a connection
+    # the server dropped).  A connection left inside an aborted transaction would fail every later
+    # call of its thread, and hold its locks meanwhile.
 
     def write(self) -> AbstractContextManager[Connection]:
         """A write transaction that runs alone: the writers' lock, exclusively (as SQLite's
@@ -318,25 +287,67 @@ class Database:
         """A read transaction: one ``REPEATABLE READ`` snapshot."""
         return self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
 
+    def settled_read(self) -> AbstractContextManager[Connection]:
+        """A read transaction whose snapshot is *settled*: taken while no write was under way, so
+        every event id at or below the highest it shows has committed, or never will.
+
+        Why it is needed: ids come from a sequence as rows are written, and one-statement writes
+        commit side by side (the writers' lock shared), so id N + 1 may commit before N.  A plain
+        snapshot between the two commits shows N + 1 without N, and a reader that resumes after
+        N + 1 never sees N.
+
+        Why this is correct: every durableq write holds the writers' lock (shared or exclusive)
+        from its ``BEGIN`` to its end, so a transaction that took an id holds it until it has
+        committed or rolled back.  ``pg_advisory_lock`` (exclusive) waits until no transaction
+        holds it and keeps new ones out; PostgreSQL makes a commit visible to new snapshots before
+        it releases the transaction's locks (``ProcArrayEndTransaction`` comes before the locks'
+        release in ``CommitTransaction``).  A ``REPEATABLE READ`` transaction takes its snapshot
+        at the start of its first statement, here the one that releases the lock: at that moment
+        every id given so far belongs to a transaction that has ended (it is in the snapshot, or
+        was rolled back), and every id given later is higher.
+
+        The cost falls on readers: a settled read waits for the writes under way (as a write that
+        runs alone does), and writes that start meanwhile wait for it; the lock is released as
+        soon as the snapshot is taken, and no write pays anything when nobody reads."""
+        return self._transaction(SETTLED_BEGIN, barrier=SETTLED_BARRIER)
+
     @contextmanager
     def statement(self) -> Iterator[Connection]:
         """This thread's connection for reads of one statement (autocommit)."""
         yield self.conn
 
     @contextmanager
-    def _transaction(self, begin: str) -> Iterator[Connection]:
+    def _transaction(self, begin: str, *, barrier: str | None = None) -> Iterator[Connection]:
+        """``begin`` … ``COMMIT`` (with ``NOTIFY`` if rows changed) on this thread's connection.
+        ``barrier``: a statement before ``begin`` that takes a session lock ``begin`` releases."""
         conn = self.conn
         changes = conn.changes
-        conn.run(begin)
+        # From the barrier's start to begin's end, the session lock may be held (even by a barrier
+        # that seemed to fail: an interrupt may cut it off after the server granted it).
+        holding = barrier is not None
         try:
+            if barrier is not None:
+                conn.run(barrier)
+            conn.run(begin)
+            holding = False
             yield conn
             changed = conn.changes != changes
             conn.run(f"NOTIFY {CHANNEL}; COMMIT" if changed else "COMMIT")
         except BaseException:
-            conn.rollback()
+            self._restore(conn, holding=holding)
             raise
         if changed:
             self._watching.committed()
+
+    def _restore(self, conn: Connection, *, holding: bool) -> None:
+        """After a transaction failed at any step: roll ``conn`` back to idle, or, where that cannot
+        be made sure of (broken, a statement cut off half way, a session lock it may still hold),
+        close it; the thread's next call then opens a new one."""
+        if not holding:
+            conn.rollback()
+            if conn.idle:
+                return
+        self._connections.release(conn)
 
     @property
     def waiting(self) -> int:

@@ -6,6 +6,15 @@ that does not exist, ...) writes its row, with the error's code, in a
 transaction after it.  A call that fails because of the file itself (damaged,
 locked, full, read-only: a ``DatabaseError``) writes nothing more to it.  Message
 operations (send, receive, delete, ...) are not management calls and write none.
+
+Who writes a refusal's row: :func:`management_call`, around the call at every
+layer that makes it: the library's public method (:func:`audited`), and the CLI
+command or endpoint action that looks the queue up and checks its own arguments
+before calling it (``Broker.management_call``).  The row is written once, by the
+innermost layer the call reached: once the library's method is entered, its row
+(success or refusal) is the call's, and the layers around it write nothing more;
+a refusal before that (no such queue, an attribute the endpoint does not know)
+is written by the layer that refused it.
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ import os
 import pwd
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from .. import limits
@@ -58,23 +68,60 @@ def record(
     )
 
 
+def refusal(exc: BaseException, code_of: Callable[[BaseException], str | None] | None = None) -> str | None:
+    """The outcome a management call refused with ``exc`` records, None for no row: a durableq error's
+    code, but nothing for the file's own trouble (``DatabaseError``); for another error, what
+    ``code_of`` says (a program's own refusals), else nothing (a bug is not a refusal)."""
+    if isinstance(exc, DurableQError):
+        return None if isinstance(exc, DatabaseError) else exc.code
+    return None if code_of is None else code_of(exc)
+
+
+class _Call:
+    """A management call in progress in this thread (or task): has a layer inside it been entered?"""
+
+    __slots__ = ("reached",)
+
+    def __init__(self) -> None:
+        self.reached = False
+
+
+_calls: ContextVar[_Call | None] = ContextVar("durableq_management_call", default=None)
+
+
 @contextmanager
-def failures(db: Database, clock_ms: Callable[[], int], action: str, queue: object) -> Iterator[None]:
-    """Around a management call: if it raises a durableq error, record the failure, then re-raise."""
+def management_call(
+    db: Database,
+    clock_ms: Callable[[], int],
+    action: str,
+    queue: object,
+    code_of: Callable[[BaseException], str | None] | None = None,
+) -> Iterator[None]:
+    """Around one management call at one layer: if it raises before any layer inside it was entered,
+    record the refusal (see :func:`refusal` for its outcome and ``code_of``), then re-raise."""
+    outer = _calls.get()
+    if outer is not None:
+        outer.reached = True  # the layer around this one leaves the row to this one
+    this = _Call()
+    token = _calls.set(this)
     try:
         yield
-    except DatabaseError:
-        raise  # the file's own trouble (damaged, locked, full, read-only, closed): write nothing more to it
-    except DurableQError as exc:
-        name = _storable(queue[: limits.MAX_QUEUE_NAME_LENGTH]) if isinstance(queue, str) else None
-        try:
-            with db.write() as conn:
-                record(conn, clock_ms(), action, name, exc.code)
-        except DurableQError:  # the file itself refuses (locked, full, read-only): the call's error wins
-            log.warning(
-                "could not record the failed %s of %r in the audit trail", action, name, exc_info=True
-            )
+    except BaseException as exc:
+        code = None if this.reached else refusal(exc, code_of)
+        if code is not None:
+            _record_refusal(db, clock_ms, action, queue, code)
         raise
+    finally:
+        _calls.reset(token)
+
+
+def _record_refusal(db: Database, clock_ms: Callable[[], int], action: str, queue: object, code: str) -> None:
+    name = _storable(queue[: limits.MAX_QUEUE_NAME_LENGTH]) if isinstance(queue, str) else None
+    try:
+        with db.write() as conn:
+            record(conn, clock_ms(), action, name, code)
+    except DurableQError:  # the file itself refuses (locked, full, read-only): the call's error wins
+        log.warning("could not record the failed %s of %r in the audit trail", action, name, exc_info=True)
 
 
 class _HasRuntime(Protocol):
@@ -85,24 +132,39 @@ class _HasRuntime(Protocol):
 P = ParamSpec("P")
 R = TypeVar("R")
 S = TypeVar("S", bound=_HasRuntime)
+#: Where :func:`audited` keeps a method's action and queue picker, for :func:`cover_overrides`.
+_AUDITED = "__durableq_audited__"
 
 
 def audited(
     action: str, queue: Callable[..., object]
 ) -> Callable[[Callable[Concatenate[S, P], R]], Callable[Concatenate[S, P], R]]:
-    """A public management method whose failures are recorded (its success is recorded by the
+    """A public management method whose refusals are recorded (its success is recorded by the
     operation, inside its transaction).  ``queue`` picks the queue's name from the call's arguments."""
 
     def wrap(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
         @functools.wraps(method)
         def call(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
             db, clock_ms = self._audit_target
-            with failures(db, clock_ms, action, queue(self, *args, **kwargs)):
+            with management_call(db, clock_ms, action, queue(self, *args, **kwargs)):
                 return method(self, *args, **kwargs)
 
+        setattr(call, _AUDITED, (action, queue))
         return call
 
     return wrap
+
+
+def cover_overrides(cls: type) -> None:
+    """Audit a subclass's own version of an audited method as the method it replaces (a virtual
+    queue refuses the management calls of its host queue: each refusal is still a refused call)."""
+    for name, member in list(vars(cls).items()):
+        if not callable(member) or hasattr(member, _AUDITED):
+            continue
+        replaced = next((vars(base)[name] for base in cls.__mro__[1:] if name in vars(base)), None)
+        marked = getattr(replaced, _AUDITED, None)
+        if marked is not None:
+            setattr(cls, name, audited(*marked)(member))
 
 
 def events(
@@ -131,8 +193,9 @@ def events(
 
 
 def _storable(text: str) -> str:
-    """``text`` as it can be stored: a refused name may hold lone surrogates, kept as ``\\udXXX``."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    """``text`` as every engine can store it: a refused name may hold lone surrogates, kept as
+    ``\\udXXX``, and NUL, which PostgreSQL's text cannot hold, kept as ``\\x00``."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
 
 
 _users: dict[int, str] = {}

@@ -14,6 +14,13 @@ deleted queue whose event is the file's newest leaves that one row behind as a p
 queue :data:`NO_QUEUE` (swept once a newer event exists).  AUTOINCREMENT would give the same
 guarantee at the price of one more page written by every commit.
 
+Reading.  "After the last id it saw" is a safe place for a reader to resume only if no event with
+a lower id can still commit.  On SQLite ids commit in the order they are given (one writer at a
+time); on PostgreSQL one-statement writes commit side by side, so id N + 1 may commit before N.
+So every reader that resumes after an id (``Broker.message_events``, ``newest_event_id``,
+``Queue.events``, the stream source and the incremental export) reads in the engine's
+``settled_read()``: a snapshot at or below whose highest event id nothing is still to commit.
+
 Whether a queue keeps history is read from the broker's cached queue row, so
 turning it on or off takes effect at once in the process that does it and within
 the catalog's revalidation interval (1 s) in other processes.
@@ -162,6 +169,7 @@ def events(
 
 
 def newest_event_id(conn: Connection) -> int:
-    """The highest event id of the file (0 if it has none): every later event's id is higher."""
+    """The highest event id of the file (0 if it has none): every later event's id is higher (and,
+    read in a settled snapshot, no event at or below it is still to commit)."""
     (highest,) = conn.execute("SELECT coalesce(max(event_id), 0) FROM message_events").fetchone()
     return int(highest)

@@ -2,10 +2,17 @@
 
 A row stores a message in plaintext, or sealed (``sealing.py``), with its body inline or in the payload
 store (``payloads.py``); :class:`Opener` turns any of them into the public :class:`~durableq.Message`.
+
+A sealed row this broker cannot open (its data key out of reach of the keyring, or damaged; its content
+failing its check) is handed out *flagged*: ``message.unreadable`` holds the error, and reading its
+content raises it.  It was received like any other, so its holder may delete it and the redrive policy
+counts it; the other messages of the receive are returned as usual (README, Guarantees: "undecryptable
+messages").
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any, BinaryIO
 
@@ -13,12 +20,14 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from ..engines.base import Connection
 from ..engines.sql import in_ids
-from ..errors import InvalidMessageContents, MessageCorrupt
+from ..errors import DurableQError, InvalidMessageContents
 from ..types import Message
 from . import attributes
 from .payloads import PayloadStore, StoredPayload
 from .receipts import NEW_HANDLE_SQL
-from .sealing import Sealer, open_fields
+from .sealing import UNOPENABLE, Sealer, open_fields
+
+log = logging.getLogger(__name__)
 
 #: The columns :func:`to_message` reads, in its order (after ``id``).
 COLUMNS = (
@@ -67,31 +76,46 @@ class Opener:
         self.store = store
 
     def messages(self, conn: Connection, rows: Sequence[Sequence[Any]]) -> list[Message]:
-        """The Messages of rows of :data:`COLUMNS`, in order.  Inside the receive's transaction: a data
-        key that cannot be had (KmsAccessDenied, KmsNotFound) fails the receive, which then takes
-        nothing; content that fails its check is returned as a message whose body raises MessageCorrupt
-        (its holder can still delete it, and it does not block the queue)."""
-        keys: dict[int, AESGCM] = {}  # the rows of one receive mostly share a data key: one lookup each
+        """The Messages of rows of :data:`COLUMNS`, in order, inside the receive's transaction.  A broker
+        without a keyring fails on a sealed row (KmsAccessDenied: the receive takes nothing); one with a
+        keyring hands out each row it cannot open flagged (see the module's docstring), so one message
+        never blocks the others."""
+        keys: dict[int, AESGCM | DurableQError] = {}  # the rows of a receive mostly share a data key
         return [self._message(conn, row, keys) for row in rows]
 
-    def _message(self, conn: Connection, row: Sequence[Any], keys: dict[int, AESGCM]) -> Message:
+    def _message(
+        self, conn: Connection, row: Sequence[Any], keys: dict[int, AESGCM | DurableQError]
+    ) -> Message:
         data_key_id, ref, size, meta = row[13], row[14], row[15], row[16]
         if data_key_id is None and ref is None:
             return to_message(row)
         message_id, body, stored_attributes = row[1], row[2], row[3]
         if data_key_id is not None:
-            aead = keys.get(data_key_id)
-            if aead is None:
-                aead = keys[data_key_id] = self.sealer.aead(conn, data_key_id)
+            key = keys.get(data_key_id)
+            if key is None:
+                key = keys[data_key_id] = self._key(conn, data_key_id)
             try:
-                body, stored_attributes, meta = open_fields(aead, message_id, (body, stored_attributes, meta))
-            except MessageCorrupt as exc:
-                return _message(row, None, {}, size, _Broken(exc.message))
+                if isinstance(key, DurableQError):
+                    raise key
+                body, stored_attributes, meta = open_fields(key, message_id, (body, stored_attributes, meta))
+            except UNOPENABLE as exc:
+                log.warning("message %s is handed out flagged: %s: %s", message_id, exc.code, exc.message)
+                return _message(row, None, {}, size, _Unreadable(exc))
         content = (
             None if ref is None else _Payload(self.store, StoredPayload.from_row(ref, size, meta), message_id)
         )
         decoded = attributes.decode(stored_attributes) if stored_attributes else {}
         return _message(row, None if content else body, decoded, size, content)
+
+    def _key(self, conn: Connection, data_key_id: int) -> AESGCM | DurableQError:
+        """Data key ``data_key_id``, or why this broker cannot have it (kept for the receive's other
+        rows under it).  Without a keyring it raises: that is the consumer's trouble, not the message's."""
+        try:
+            return self.sealer.aead(conn, data_key_id)
+        except UNOPENABLE as exc:
+            if self.sealer.keyring is None:
+                raise
+            return exc
 
 
 def _message(  # the one place a row's columns become a Message
@@ -99,7 +123,7 @@ def _message(  # the one place a row's columns become a Message
     text: str | None,
     decoded: dict[str, Any],
     size: int | None,
-    content: _Payload | _Broken | None,
+    content: _Payload | _Unreadable | None,
 ) -> Message:
     sequence = row[10]
     return Message(
@@ -147,20 +171,31 @@ class _Payload:
     def open(self) -> BinaryIO:
         return self._store.open(self._payload, self._message_id)
 
+    @property
+    def error(self) -> DurableQError | None:
+        return None  # checked as it is read
 
-class _Broken:
-    """The content of a sealed message that failed to authenticate: every use says so."""
 
-    __slots__ = ("_why",)
+class _Unreadable:
+    """The content of a sealed message this broker could not open: every use raises why."""
 
-    def __init__(self, why: str) -> None:
-        self._why = why
+    __slots__ = ("_error",)
+
+    def __init__(self, error: DurableQError) -> None:
+        self._error = error
+
+    @property
+    def error(self) -> DurableQError:
+        return self._error
+
+    def _raise(self) -> DurableQError:
+        return type(self._error)(self._error.message)  # a new one each time: no traceback piles up
 
     def text(self) -> str:
-        raise MessageCorrupt(self._why)
+        raise self._raise()
 
     def md5(self) -> str:
-        raise MessageCorrupt(self._why)
+        raise self._raise()
 
     def open(self) -> BinaryIO:
-        raise MessageCorrupt(self._why)
+        raise self._raise()

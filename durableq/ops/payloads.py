@@ -17,24 +17,24 @@ The lifecycle has one rule in each direction:
   (delete, expiry, purge, deleting the queue) and in whichever process; any broker then unlinks the
   file and forgets the record (:meth:`Payloads.reclaim`).
 
+The folder itself, and which of its entries are the store's, are ``payload_folder.py``'s: the store
+touches only files it made, inside its own private folder, by names it recognises.
+
 Every payload file is encrypted with AES-256-GCM under a key of its own, in chunks of
-:data:`~durableq.limits.PAYLOAD_CHUNK_SIZE` whose nonces count the chunks and mark the last one: a chunk
-that was altered, moved or cut off fails before any of its bytes are returned, and memory stays flat
-while a payload is written or read.  Where the queue encrypts at rest, the file key is sealed with the
-rest of the row (``sealing.py``); where it does not, the file key is in the row in plaintext and the
-encryption only guards integrity.
+:data:`~durableq.limits.PAYLOAD_CHUNK_SIZE` whose nonces count the chunks and mark the last one: a file
+that was altered, swapped, cut off or extended fails its check before any of its bytes are returned
+(the reader checks the whole file first), and memory stays flat while a payload is written or read.
+Where the queue encrypts at rest, the file key is sealed with the rest of the row (``sealing.py``);
+where it does not, the file key is in the row in plaintext and the encryption only guards integrity.
 """
 
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import io
 import json
 import logging
-import os
-import secrets
 import threading
 import time
 from collections.abc import Iterator
@@ -47,8 +47,8 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from .. import limits
 from ..engines.base import Database
-from ..engines.files import fsync_path
 from ..errors import DatabaseError, DurableQError, InvalidParameterValue, MessageCorrupt
+from .payload_folder import Folder
 
 log = logging.getLogger(__name__)
 
@@ -89,10 +89,12 @@ def _nonce(index: int, last: bool) -> bytes:
 
 
 class PayloadStore:
-    """The folder of payload files: ``AB/ABCD…`` for a payload named ``ABCD…``, and ``tmp/``."""
+    """The payload files: ``AB/ABCD…`` for a payload named ``ABCD…``, and ``tmp/`` (``payload_folder``
+    keeps the folder's rules)."""
 
     def __init__(self, root: Path | None) -> None:
         self._root = root
+        self.folder = None if root is None else Folder(root)
 
     @property
     def configured(self) -> bool:
@@ -100,93 +102,57 @@ class PayloadStore:
 
     @property
     def root(self) -> Path:
-        if self._root is None:
+        return self._folder().root
+
+    def _folder(self) -> Folder:
+        if self.folder is None:
             raise InvalidParameterValue(
                 "this broker has no payload store: on a PostgreSQL database, open it with "
                 "payload_dir= (CLI: --payload-dir), a folder every host that uses the queue shares"
             )
-        return self._root
+        return self.folder
 
     def path(self, ref: str) -> Path:
-        return self.root / ref[:2] / ref
+        return self._folder().path(ref)
 
     def write(self, source: BinaryIO | None, first: bytes = b"") -> StoredPayload:
         """Store what ``first`` and then ``source`` hold (read in chunks); returns it once its file is
-        durable in place.  InvalidParameterValue if it is empty or larger than the limit."""
-        ref = secrets.token_hex(16)
+        durable in place.  InvalidParameterValue if it is empty or larger than the limit; DatabaseFull
+        (or another DatabaseError) if the store cannot take it, leaving no file behind."""
         key = AESGCM.generate_key(bit_length=256)
         aead = AESGCM(key)
         sha, md5 = hashlib.sha256(), hashlib.md5(usedforsecurity=False)
-        folder = self._folder(self.root / "tmp")
-        partial = folder / f"{ref}.partial"
         size = 0
-        try:
-            with open(partial, "xb") as out:
-                os.fchmod(out.fileno(), limits.DEFAULT_FILE_MODE)
-                chunks = _chunks(source, first)
-                chunk = next(chunks, b"")
-                index = 0
-                while chunk:
-                    following = next(chunks, b"")
-                    size += len(chunk)
-                    if size > limits.MAX_PAYLOAD_SIZE:
-                        raise InvalidParameterValue(
-                            f"the payload is over {limits.MAX_PAYLOAD_SIZE} bytes, the most a queue with "
-                            "large payloads takes"
-                        )
-                    sha.update(chunk)
-                    md5.update(chunk)
-                    out.write(aead.encrypt(_nonce(index, not following), chunk, None))
-                    chunk, index = following, index + 1
-                if size == 0:
-                    raise InvalidParameterValue("the payload is empty; a message body has at least 1 byte")
-                out.flush()
-                os.fsync(out.fileno())
-            # Always fsynced, whatever the durability: the row that names the file may reach the disk
-            # at any later commit, and must never arrive there without it (one fsync per payload of
-            # more than the queue's size limit costs little beside writing it).
-            target = self.path(ref)
-            self._folder(target.parent)
-            os.rename(partial, target)
-            fsync_path(target.parent)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(partial)
-            raise
-        return StoredPayload(ref, size, sha.hexdigest(), md5.hexdigest(), key)
+        with self._folder().new_file() as out:
+            chunks = _chunks(source, first)
+            chunk = next(chunks, b"")
+            index = 0
+            while chunk:
+                following = next(chunks, b"")
+                size += len(chunk)
+                if size > limits.MAX_PAYLOAD_SIZE:
+                    raise InvalidParameterValue(
+                        f"the payload is over {limits.MAX_PAYLOAD_SIZE} bytes, the most a queue with "
+                        "large payloads takes"
+                    )
+                sha.update(chunk)
+                md5.update(chunk)
+                out.write(aead.encrypt(_nonce(index, not following), chunk, None))
+                chunk, index = following, index + 1
+            if size == 0:
+                raise InvalidParameterValue("the payload is empty; a message body has at least 1 byte")
+            out.keep()
+        return StoredPayload(out.ref, size, sha.hexdigest(), md5.hexdigest(), key)
 
     def discard(self, ref: str) -> None:
         """Remove a payload file (gone already is fine)."""
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path(ref))
+        self._folder().remove(ref)
 
     def open(self, payload: StoredPayload, message_id: str) -> io.BufferedReader:
-        """A binary file object over the payload's plaintext, checked chunk by chunk."""
-        try:
-            raw = open(self.path(payload.ref), "rb")
-        except FileNotFoundError:
-            raise MessageCorrupt(
-                f"the payload file of message {message_id} ({self.path(payload.ref)}) is gone: the message "
-                "was deleted, or the file was removed by hand"
-            ) from None
+        """A binary file object over the payload's plaintext: the whole file is checked before its
+        first byte is returned (MessageCorrupt otherwise), and each chunk again as it is read."""
+        raw = self._folder().open_file(payload.ref, f"the payload file of message {message_id}")
         return io.BufferedReader(_PayloadReader(raw, payload, message_id), buffer_size=_CHUNK)
-
-    def _folder(self, path: Path) -> Path:
-        """``path`` (the store's root or a folder in it), made private with its root if missing."""
-        try:
-            for folder in (self.root, path):  # each with its mode (parents=True would use the umask's)
-                folder.mkdir(mode=limits.PAYLOAD_DIR_MODE, exist_ok=True)
-        except OSError as exc:
-            raise DatabaseError(f"cannot create the payload folder {path}: {exc.strerror or exc}") from exc
-        return path
-
-    def files(self) -> Iterator[Path]:
-        """Every file of the store (payloads, and unfinished ones under ``tmp/``)."""
-        if self._root is None or not self._root.is_dir():
-            return
-        for folder in self.root.iterdir():
-            if folder.is_dir():
-                yield from (f for f in folder.iterdir() if f.is_file())
 
 
 def _chunks(source: BinaryIO | None, first: bytes) -> Iterator[bytes]:
@@ -212,8 +178,10 @@ def _chunks(source: BinaryIO | None, first: bytes) -> Iterator[bytes]:
 
 
 class _PayloadReader(io.RawIOBase):
-    """Decrypts a payload file chunk by chunk; each chunk authenticates before its bytes come out, and
-    the size and SHA-256 of the whole are checked at its end."""
+    """Decrypts a payload file chunk by chunk.  Before its first byte goes out, the whole file is
+    checked (every chunk authenticates, nothing follows the last, the size and SHA-256 are the row's);
+    then each chunk authenticates again as it is streamed, so a file changed in between still returns
+    no byte that was not checked.  :meth:`readall` (``read()`` of the whole) checks in its one pass."""
 
     def __init__(self, raw: BinaryIO, payload: StoredPayload, message_id: str) -> None:
         self._raw = raw
@@ -223,43 +191,70 @@ class _PayloadReader(io.RawIOBase):
         self._chunks = max(1, -(-payload.size // _CHUNK))
         self._index = 0
         self._buffer = b""
-        self._sha = hashlib.sha256()
-        self._read = 0
+        self._checked = False
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, target: memoryview) -> int:  # type: ignore[override]
+        if not self._checked:
+            for _ in self._checking():
+                pass
+            self._raw.seek(0)
         if not self._buffer:
             if self._index >= self._chunks:
                 return 0
-            self._buffer = self._next_chunk()
+            self._buffer = self._decrypt(self._index)
+            self._index += 1
         count = min(len(target), len(self._buffer))
         target[:count] = self._buffer[:count]
         self._buffer = self._buffer[count:]
         return count
 
-    def _next_chunk(self) -> bytes:
-        last = self._index == self._chunks - 1
-        sealed = self._raw.read(_CHUNK + _TAG)
+    def readall(self) -> bytes:
+        if self._checked:
+            return super().readall() or b""
+        whole = bytearray()
+        for plain in self._checking():
+            whole += plain
+        self._index = self._chunks
+        return bytes(whole)
+
+    def _checking(self) -> Iterator[bytes]:
+        """Every chunk's plaintext, from the start of the file; MessageCorrupt (before the chunk that
+        fails, or after the last) if the file is not exactly the payload its row describes."""
+        sha, size = hashlib.sha256(), 0
+        for index in range(self._chunks):
+            plain = self._decrypt(index)
+            sha.update(plain)
+            size += len(plain)
+            if index < self._chunks - 1:
+                yield plain
+        if self._read(1):
+            raise self._corrupt("the file is longer than its payload")
+        if size != self._payload.size or sha.hexdigest() != self._payload.sha256:
+            raise self._corrupt("its SHA-256 does not match the one its message holds")
+        self._checked = True
+        yield plain
+
+    def _decrypt(self, index: int) -> bytes:
+        sealed = self._read(_CHUNK + _TAG)
         try:
-            plain = self._aead.decrypt(_nonce(self._index, last), sealed, None)
+            return self._aead.decrypt(_nonce(index, index == self._chunks - 1), sealed, None)
         except InvalidTag:
-            raise self._corrupt(f"chunk {self._index} does not authenticate") from None
-        self._index += 1
-        self._sha.update(plain)
-        self._read += len(plain)
-        if last:
-            if self._raw.read(1):
-                raise self._corrupt("the file is longer than its payload")
-            if self._read != self._payload.size or self._sha.hexdigest() != self._payload.sha256:
-                raise self._corrupt("its SHA-256 does not match the one its message holds")
-        return plain
+            raise self._corrupt(f"chunk {index} does not authenticate") from None
+
+    def _read(self, size: int) -> bytes:
+        try:
+            return self._raw.read(size)
+        except OSError as exc:
+            raise DatabaseError(
+                f"cannot read the payload file of message {self._message_id}: {exc.strerror or exc}"
+            ) from exc
 
     def _corrupt(self, why: str) -> MessageCorrupt:
         return MessageCorrupt(
-            f"the payload of message {self._message_id} failed its check ({why}); none of it is returned "
-            "past that point"
+            f"the payload of message {self._message_id} failed its check ({why}); none of it is returned"
         )
 
     def close(self) -> None:
@@ -274,7 +269,7 @@ class Payloads:
         self._db = db
         self.store = PayloadStore(root)
         self._lock = threading.Lock()
-        self._active = root is not None and root.is_dir()
+        self._active = self.store.folder is not None and self.store.folder.exists()
         self._looked = time.monotonic()
         self._swept = 0.0  # monotonic time of the last orphan sweep (0: never)
 
@@ -308,7 +303,7 @@ class Payloads:
             if now - self._looked < _RECHECK:
                 return
             self._looked = now
-            if self.root is None or not self.root.is_dir():
+            if self.store.folder is None or not self.store.folder.exists():
                 return
             self._active = True
         try:
@@ -319,8 +314,12 @@ class Payloads:
             log.warning("could not remove payload files now (will retry)", exc_info=True)
 
     def reclaim(self) -> int:
-        """Remove the files of rows that are gone (``payload_trash``); returns how many."""
-        done = 0
+        """Remove the files of rows that are gone (``payload_trash``); returns how many records were
+        settled.  A record that is not a payload's name (a row written by hand: an absolute path,
+        ``..``) is logged and dropped, and nothing is removed for it."""
+        folder, done = self.store.folder, 0
+        if folder is None:  # the records wait for a broker with the store (another host's, say)
+            return 0
         with self._lock:
             while True:
                 with self._db.statement() as conn:
@@ -328,7 +327,7 @@ class Payloads:
                 if not refs:
                     return done
                 for ref in refs:
-                    self.store.discard(ref)
+                    folder.remove(ref)
                 with self._db.write() as conn:  # one transaction for the batch
                     conn.executemany(_FORGET, [(ref,) for ref in refs])
                 done += len(refs)
@@ -337,19 +336,10 @@ class Payloads:
         """Remove payload files that no row names and that are older than ``grace`` seconds (those of
         sends cut by a crash between writing the file and committing the row); returns how many."""
         self._swept = time.monotonic()
-        cutoff = time.time() - grace
-        removed = 0
-        for file in self.store.files():
-            try:
-                if file.stat().st_mtime > cutoff:
-                    continue
-            except FileNotFoundError:
-                continue
-            if file.parent.name != "tmp":
-                with self._db.statement() as conn:
-                    if conn.execute(_NAMED, (file.name,)).fetchone() is not None:
-                        continue
-            with contextlib.suppress(FileNotFoundError):
-                file.unlink()
-                removed += 1
-        return removed
+        if self.store.folder is None:
+            return 0
+        return self.store.folder.sweep(time.time() - grace, self._named)
+
+    def _named(self, ref: str) -> bool:
+        with self._db.statement() as conn:
+            return conn.execute(_NAMED, (ref,)).fetchone() is not None

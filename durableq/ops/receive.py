@@ -217,7 +217,7 @@ class Receiver:
             if not (queue.fifo or queue.dead_letter_queue is not None or queue.sealed):
                 # The common case: one claim statement, atomic without an explicit transaction
                 # (with its events, one small one: see history.atomic).  (Encrypted rows are opened
-                # inside a transaction: without their key the receive takes nothing.)
+                # inside a transaction: a receive without a keyring takes nothing.)
                 with history.atomic(conn, queue):
                     messages = self._claim(conn, queue, limit, visibility_timeout, None, wait_time, virtual)
                 if messages:
@@ -242,6 +242,8 @@ class Receiver:
         wait_time: int | None,
         virtual: str | None = None,
     ) -> list[Message]:
+        if queue.sealed:  # the consumer's own trouble first: nothing is claimed if it has no keys
+            self._opener.sealer.require_keys(queue)
         now = self._clock_ms()
         self._sweeper.maybe_sweep(conn, queue, now)
         target = self._dead_letters.target(conn, queue)

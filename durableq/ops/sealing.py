@@ -15,11 +15,20 @@ re-seals it in the move's transaction (:meth:`Sealer.reseal`), which needs both 
 turns ciphertext into plaintext: a sealed message moved to a queue that does not encrypt stays sealed
 under its data key (so redrive to a plaintext dead-letter queue needs no key either), and that queue
 is marked ``sealed`` from then on.
+
+A message this broker cannot open never blocks the others (README, Guarantees: "undecryptable
+messages").  What would keep it from opening *any* message of a queue is checked before a receive
+claims anything (:meth:`Sealer.require_keys`: no keyring, a keyring file gone or unusable, one without
+the queue's own master key), and fails the receive, which takes nothing.  What is left is one
+message's own trouble (:data:`UNOPENABLE`: its data key wrapped by a key this keyring lacks, or
+damaged): a receive hands that message out flagged (``ops/messages.py``), a move takes it as it is,
+and a new message never reuses a stored data key this broker cannot unwrap.
 """
 
 from __future__ import annotations
 
 import base64
+import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -31,12 +40,21 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from .. import limits
 from ..engines.base import Connection
 from ..engines.sql import encode_ids, in_ids
-from ..errors import KmsAccessDenied, MessageCorrupt
+from ..errors import KmsAccessDenied, KmsNotFound, MessageCorrupt
 from ..keyring import Keyring, alias_of
 from . import queue_rows
 from .queue_rows import QueueConfig
 
+log = logging.getLogger(__name__)
+
+#: Why one message cannot be opened by a broker whose keyring is usable: its data key is wrapped by a
+#: key (or version) the keyring lacks or holds other material under, or is damaged, or its content
+#: fails its check.
+UNOPENABLE = (KmsAccessDenied, KmsNotFound, MessageCorrupt)
+
 _NONCE = 12
+_TAG = 16
+_KEY_BYTES = 32  # a data key: AES-256
 #: Fields of a message row that are sealed, by column name (the associated data names them).
 BODY, ATTRIBUTES, PAYLOAD_META = "body", "attributes", "payload_meta"
 
@@ -120,17 +138,8 @@ class Sealer:
         ):
             return key
         recent = conn.execute(_RECENT_KEY, (alias, version, now - reuse, now)).fetchone()
-        if recent is not None:
-            key_id, wrapped, created_at = recent
-            key = DataKey(
-                key_id,
-                alias,
-                version,
-                self._unwrap(key_id, alias, version, wrapped, master),
-                created_at,
-                wrapped,
-            )
-        else:
+        key = None if recent is None else self._stored(recent, alias, version, master)
+        if key is None:
             plain = AESGCM.generate_key(bit_length=256)
             nonce = os.urandom(_NONCE)
             wrapped = base64.b64encode(
@@ -144,6 +153,20 @@ class Sealer:
             self._current[queue.id] = key
         return key
 
+    def _stored(
+        self, recent: tuple[int, str, int], alias: str, version: int, master: bytes
+    ) -> DataKey | None:
+        """A data key another broker stored, if this keyring's master key unwraps it.  One it cannot
+        unwrap (wrapped under the same alias and version by a keyring with other material, or damaged)
+        is never used for new messages: they would be sealed under a key this broker cannot open."""
+        key_id, wrapped, created_at = recent
+        try:
+            aead = self._unwrap(key_id, alias, version, wrapped, master)
+        except (KmsAccessDenied, MessageCorrupt) as exc:
+            log.warning("not reusing stored data key %s: %s; making a new one", key_id, exc.message)
+            return None
+        return DataKey(key_id, alias, version, aead, created_at, wrapped)
+
     def forget(self, queue_id: int) -> None:
         """Drop the current data key of a queue (its settings changed, or a transaction that stored
         the key rolled back)."""
@@ -152,8 +175,26 @@ class Sealer:
 
     # -- opening (receive, peek) -------------------------------------------------
 
+    def require_keys(self, queue: QueueConfig) -> None:
+        """Before a receive from ``queue`` claims anything: raise what would keep this broker from
+        opening any of its messages.  No keyring while the queue encrypts (KmsAccessDenied); a keyring
+        file that is gone (KmsNotFound) or unusable (KmsAccessDenied); a keyring without the master key
+        the queue names (KmsNotFound; the managed key is made by the first send).  These are the
+        consumer's trouble, not one message's: the receive takes nothing, as SQS refuses a ReceiveMessage
+        its caller may not decrypt."""
+        alias = queue_alias(queue)
+        if self.keyring is None:
+            if alias is not None:
+                self._keyring(queue, alias)  # raises: no keyring
+            return
+        if alias is None or alias == limits.MANAGED_KEY_ALIAS:
+            self.keyring.check()
+        else:
+            self.keyring.material(alias)
+
     def aead(self, conn: Connection, data_key_id: int) -> AESGCM:
-        """The data key ``data_key_id``, unwrapped (KmsAccessDenied / KmsNotFound if it cannot be).
+        """The data key ``data_key_id``, unwrapped (KmsAccessDenied / KmsNotFound if it cannot be,
+        MessageCorrupt if it is missing or damaged).
 
         The stored row is read each time (one primary-key lookup) and compared with the one this broker
         unwrapped: a key stored by a transaction that rolled back leaves its id free for another."""
@@ -171,7 +212,12 @@ class Sealer:
     def _unwrap(self, data_key_id: int, alias: str, version: int, wrapped: str, master: bytes) -> AESGCM:
         """Data key ``data_key_id`` unwrapped with ``master`` (and remembered); KmsAccessDenied if it is
         not the master key that wrapped it."""
-        blob = base64.b64decode(wrapped)
+        try:
+            blob = base64.b64decode(wrapped, validate=True)
+        except ValueError:  # (binascii.Error is one)
+            blob = b""
+        if len(blob) != _NONCE + _KEY_BYTES + _TAG:
+            raise MessageCorrupt(f"data key {data_key_id} (of key alias/{alias}) is damaged in the database")
         try:
             plain = AESGCM(master).decrypt(blob[:_NONCE], blob[_NONCE:], _wrap_aad(alias, version))
         except InvalidTag:
@@ -209,14 +255,23 @@ class Sealer:
                 continue
             if alias == want:
                 continue
+            key = self.data_key(conn, target, now)  # the target encrypts: its key is needed whatever
+            assert key is not None
             fields: Fields = (body, attributes, meta)
             if data_key_id is not None:
-                fields = open_fields(self.aead(conn, data_key_id), message_id, fields)
-            key = self.data_key(conn, target, now)
-            if key is not None:
-                fields = seal_fields(key.aead, message_id, fields)
+                try:
+                    fields = open_fields(self.aead(conn, data_key_id), message_id, fields)
+                except UNOPENABLE as exc:
+                    if self.keyring is None:
+                        raise
+                    # One this broker cannot open moves as it is, sealed under its own data key (as
+                    # into a queue that does not encrypt): the move of the others must not fail for it.
+                    log.warning("message %s moves to %r sealed as it was: %s", message_id, target.name, exc)
+                    kept_sealed = True
+                    continue
+            fields = seal_fields(key.aead, message_id, fields)
             change = dict(zip(("body", "attributes", "payload_meta"), fields))
-            changes.append({"id": row_id, "data_key_id": None if key is None else key.id, **change})
+            changes.append({"id": row_id, "data_key_id": key.id, **change})
         if changes:
             conn.executemany(_RESEAL, changes)
         if kept_sealed and not target.sealed:

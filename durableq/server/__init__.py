@@ -36,7 +36,7 @@ from .settings import (
     MAX_REQUEST_BYTES,
     Bounds,
 )
-from .sigv4 import load_credentials
+from .sigv4 import checked_credentials, load_credentials
 
 if TYPE_CHECKING:
     from .runner import Runner
@@ -109,8 +109,9 @@ def serve(
 
     ``credentials`` is a credentials file (lines ``ACCESS_KEY_ID SECRET``) or a
     mapping of access key id to secret; with it, every request must carry a
-    valid SigV4 signature no older than 15 minutes.  Without it, anyone who
-    can reach the port may use every queue: keep the default 127.0.0.1.
+    valid SigV4 signature no older than 15 minutes.  Without it (None), anyone who
+    can reach the port may use every queue: keep the default 127.0.0.1.  An empty
+    file or mapping is refused (ValueError).
     ``tls_cert``/``tls_key`` (PEM files) serve HTTPS.  ``allow_hosts`` are
     extra names the Host header may carry (see ``guard.py``; ``"*"`` for any).
     ``keyring`` and ``payload_dir`` are those of :func:`durableq.open` (encrypted queues need the keyring).
@@ -124,8 +125,12 @@ def serve(
             name=exc.name,
         ) from exc
 
-    if credentials is not None and not isinstance(credentials, Mapping):
-        credentials = load_credentials(credentials)
+    if credentials is not None:  # {} is refused (it would let nobody in), not taken for None (everybody)
+        credentials = (
+            checked_credentials(credentials)
+            if isinstance(credentials, Mapping)
+            else load_credentials(credentials)
+        )
     if (tls_cert is None) != (tls_key is None):
         raise ValueError("give both tls_cert and tls_key, or neither")
     if loop not in LOOPS:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from durableq.errors import DurableQError
+from durableq.text import printable
+
 from . import DEFAULT_ACCOUNT_ID, DEFAULT_HOST, DEFAULT_PORT, DEFAULT_REGION, LOOPS, logs, run
 
 
@@ -28,21 +31,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--log-format", choices=logs.LOG_FORMATS, default="text")
     args = parser.parse_args(argv)
     logs.configure(args.log_level, args.log_format)
-    run(
-        args.db,
-        host=args.host,
-        port=args.port,
-        region=args.region,
-        account_id=args.account_id,
-        credentials=args.credentials,
-        durability=args.durability,
-        tls_cert=args.tls_cert,
-        tls_key=args.tls_key,
-        allow_hosts=args.allow_host,
-        loop=args.loop,
-        keyring=args.keyring,
-        payload_dir=args.payload_dir,
-    )
+    try:
+        run(
+            args.db,
+            host=args.host,
+            port=args.port,
+            region=args.region,
+            account_id=args.account_id,
+            credentials=args.credentials,
+            durability=args.durability,
+            tls_cert=args.tls_cert,
+            tls_key=args.tls_key,
+            allow_hosts=args.allow_host,
+            loop=args.loop,
+            keyring=args.keyring,
+            payload_dir=args.payload_dir,
+        )
+    except (ValueError, OSError, DurableQError) as exc:  # refused at start (credentials, port, file)
+        parser.exit(1, f"{parser.prog}: error: {printable(exc)}\n")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from durableq.errors import DurableQError
+from durableq.text import printable
 
 from . import errors, guard
 from .dispatch import Dispatcher, Exchange, PendingReceive, error, protocol_of
@@ -209,13 +210,15 @@ def _too_large(limit: int) -> errors.WireError:
 
 
 def _log(scope: Scope, exchange: Exchange, seconds: float) -> None:
+    """One line per request: what the client sent is escaped in the line (a line break in an action or
+    a queue URL would forge a line of its own) and kept exact in the fields (``--log-format json``)."""
     client = scope.get("client")
     access_log.info(
         "%s %s %s %s %d %.1fms %s",
         f"{client[0]}:{client[1]}" if client else "-",
-        scope["method"],
-        exchange.action,
-        exchange.queue,
+        printable(scope["method"]),
+        printable(exchange.action),
+        printable(exchange.queue),
         exchange.status,
         seconds * 1000,
         exchange.code or "-",

@@ -79,7 +79,8 @@ class Dispatcher:
         self.broker = broker
         self.region = region
         self.account_id = account_id
-        self.credentials = dict(credentials) if credentials else None
+        # An empty mapping (serve() refuses one) would refuse every request here, never accept them all.
+        self.credentials = None if credentials is None else dict(credentials)
         self.scheme = scheme
         self.default_host = default_host
 

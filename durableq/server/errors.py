@@ -14,6 +14,7 @@ import re
 from typing import TYPE_CHECKING
 
 from durableq import errors
+from durableq.text import printable
 
 if TYPE_CHECKING:  # wording imports the attribute table, whose URLs raise WireError
     from .wording import Worded
@@ -65,7 +66,7 @@ class WireError(Exception):
         self.status = status
         self.message = message
         self.sender = sender
-        self.query_message = message if query_message is None else query_message
+        self.query_message = message if query_message is None else _UNPRINTABLE.sub("?", query_message)
 
     @property
     def fault(self) -> str:
@@ -85,10 +86,10 @@ def from_library(exc: errors.DurableQError) -> WireError:
     """
     if isinstance(exc, errors.DatabaseLocked):
         # 503 makes SDKs retry with back-off, which is what a busy file wants.
-        log.warning("database busy: %s", exc.message)
+        log.warning("database busy: %s", printable(exc.message))
         return service_unavailable("the queue database is busy; retry the request")
     if isinstance(exc, (errors.DatabaseError, errors.MessageCorrupt)):
-        log.error("database error: %s", exc.message)
+        log.error("database error: %s", printable(exc.message))
         return internal_error()
     code, status = _MODELED.get(exc.code, (exc.code, 400))
     return WireError(exc.code, exc.message, code=code, status=status)

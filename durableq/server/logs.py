@@ -5,6 +5,10 @@ The library never configures logging; the programs that run the endpoint
 Each access line carries the client, method, action, queue, HTTP status,
 duration and (for errors) the SQS error code; in JSON these are fields, with
 the request id that the client also got in ``x-amzn-RequestId``.
+
+One record is one line: what a client sent is escaped in the text of a line
+(:func:`durableq.text.printable`), and in the text format the lines of a
+traceback are marked ``  | `` so that none of them reads as a record.
 """
 
 from __future__ import annotations
@@ -13,6 +17,9 @@ import datetime
 import json
 import logging
 import sys
+from typing import Any
+
+from durableq.text import printable
 
 LOG_FORMATS = ("text", "json")
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -38,6 +45,23 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, default=str)
 
 
+class TextFormatter(logging.Formatter):
+    """:data:`TEXT_FORMAT`, one line per record (a traceback follows on lines marked ``  | ``)."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return printable(super().formatMessage(record))
+
+    def formatException(self, ei: Any) -> str:
+        return _continued(super().formatException(ei))
+
+    def formatStack(self, stack_info: str) -> str:
+        return _continued(super().formatStack(stack_info))
+
+
+def _continued(text: str) -> str:
+    return "\n".join(f"  | {printable(line)}" for line in text.splitlines())
+
+
 def configure(level: str = "INFO", log_format: str = "text") -> logging.Handler:
     """Send log lines to stderr, as text or JSON (for a program that runs the endpoint).
 
@@ -46,7 +70,7 @@ def configure(level: str = "INFO", log_format: str = "text") -> logging.Handler:
     if log_format not in LOG_FORMATS:
         raise ValueError(f"log format must be one of {', '.join(LOG_FORMATS)}; got {log_format!r}")
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT))
+    handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter(TEXT_FORMAT))
     wanted = logging.getLevelName(level.upper())
     if not isinstance(wanted, int):
         raise ValueError(f"unknown log level {level!r}")

@@ -34,6 +34,8 @@ ALWAYS_SIGNED = ("host", "x-amz-date")
 SIGNED_WHEN_PRESENT = ("x-amz-target", "content-type")
 #: A signed request older or newer than this is refused, as AWS does.
 MAX_CLOCK_SKEW = 15 * 60
+#: What an access key id may be: what the ``Credential=`` of an Authorization header can name.
+_KEY_ID = re.compile(r"[^,/\s]+")
 _AUTHORIZATION = re.compile(
     ALGORITHM + r"\s+Credential=(?P<credential>[^,\s]+),\s*SignedHeaders=(?P<signed>[^,\s]+),\s*"
     r"Signature=(?P<signature>[0-9a-f]{64})\s*$"
@@ -54,7 +56,32 @@ def load_credentials(path: str | os.PathLike[str]) -> dict[str, str]:
             credentials[fields[0]] = fields[1]
     if not credentials:
         raise ValueError(f"{path} holds no credentials")
-    return credentials
+    return checked_credentials(credentials)
+
+
+def checked_credentials(credentials: Mapping[str, str]) -> dict[str, str]:
+    """Credentials a server can check signatures with: at least one key pair, each key id one that a
+    signature's ``Credential=`` can name (no spaces, commas or slashes) and each secret non-empty.
+
+    An empty mapping is refused, not taken as "no credentials": it would let nobody in, and it is
+    likely a mistake (a list left empty) by someone who meant to require signatures."""
+    if not isinstance(credentials, Mapping):
+        raise ValueError(f"credentials must map access key ids to secrets; got {type(credentials).__name__}")
+    if not credentials:
+        raise ValueError(
+            "credentials holds no key pair, so no request could be signed: give at least one "
+            "ACCESS_KEY_ID and its SECRET, or credentials=None to accept unsigned requests "
+            "(keep the default host 127.0.0.1 then)"
+        )
+    for key, secret in credentials.items():
+        if not isinstance(key, str) or not _KEY_ID.fullmatch(key):
+            raise ValueError(
+                f"credentials: access key id {key!r} cannot be named by a signature; use 1 or more "
+                "characters other than spaces, commas and slashes"
+            )
+        if not isinstance(secret, str) or not secret:
+            raise ValueError(f"credentials: the secret of access key id {key!r} must be a non-empty string")
+    return dict(credentials)
 
 
 def verify(request: Request, credentials: Mapping[str, str], now: float) -> str:

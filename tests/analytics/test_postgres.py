@@ -3,8 +3,10 @@ driver), checked against what the library says, and held still while producers a
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -13,11 +15,12 @@ from pyspark.sql import SparkSession
 
 import durableq
 from durableq import RedrivePolicy, SendEntry
-from durableq.analytics import QueueAnalytics, to_rows
+from durableq.analytics import QueueAnalytics, export_events, read_export, to_rows
 from durableq.analytics.driver import POSTGRES, find_jdbc_jar
 from durableq.analytics.live import PostgresSnapshot
 from durableq.analytics.session import add_jar
-from tests.conftest import FakeClock
+from tests.conftest import FakeClock, sql_rows
+from tests.held import Held
 
 START = 1_800_000_000.0
 
@@ -142,3 +145,30 @@ def test_a_database_without_durableq_tables_is_refused(spark: SparkSession, pg_c
             QueueAnalytics.open(pg_cluster.url(name), spark=spark)
     finally:
         pgcluster.drop_database(pg_cluster, name)
+
+
+def test_an_incremental_export_never_skips_an_event_that_commits_after_a_later_one(
+    spark: SparkSession, pg_url: str, tmp_path: Path
+) -> None:
+    """An export's snapshot is settled: it waits for the writes under way, so its checkpoint (the
+    highest id it saw) never passes an event still to commit.  (A held send, see tests/held.py.)"""
+    out = tmp_path / "out"
+    with durableq.open(pg_url, durability="normal", busy_timeout=60) as broker:
+        jobs = broker.create_queue("jobs", history=True)
+        jobs.send("before")
+        with Held(pg_url, jobs) as held:
+            jobs.send("quick")  # a higher id than the held send's, committed first
+            # Spark is driven from this thread (its session's class loader holds the JDBC driver);
+            # another lets the held send go once the export waits for it, or has ended.
+            exported = threading.Event()
+            releaser = threading.Thread(target=held.release_once, args=(exported.is_set,))
+            releaser.start()
+            try:
+                export_events(pg_url, out, spark=spark, tables=("events",))
+            finally:
+                exported.set()
+                releaser.join(300)
+        export_events(pg_url, out, spark=spark, tables=("events",))  # the next run resumes after it
+    committed = [row[0] for row in sql_rows(pg_url, "SELECT event_id FROM message_events ORDER BY event_id")]
+    exported = sorted(row["event_id"] for row in to_rows(read_export(spark, out / "events")))
+    assert len(committed) == 3 and exported == committed

@@ -3,6 +3,7 @@ once, across a restart from the query's checkpoint, in micro-batches of at most 
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,9 @@ from pyspark.sql import SparkSession
 
 import durableq
 from durableq.analytics import EVENT_STREAM_FORMAT, EVENTS_SCHEMA, register_event_stream
+from durableq.analytics.stream import _Reader
+from tests.conftest import sql_rows
+from tests.held import Held
 
 
 def _library_events(path: Path) -> list[tuple[int, str, str, str, int]]:
@@ -92,3 +96,31 @@ def test_a_missing_file_is_refused_not_created(spark: SparkSession, tmp_path: Pa
     with pytest.raises(Exception, match="ABSOLUTE_PATH"):
         query.processAllAvailable()
     query.stop()
+
+
+def test_on_postgresql_no_batch_ends_past_an_event_still_to_commit(pg_url: str) -> None:
+    """The stream's calls, as Spark makes them for each micro-batch (the latest offset, then the
+    range up to it): a later event id that commits before an earlier one is not handed out before
+    it, so resuming from the offset misses nothing.  (A held send, see tests/held.py.)"""
+    with durableq.open(pg_url, durability="normal", busy_timeout=60) as broker:
+        jobs = broker.create_queue("jobs", history=True)
+        reader = _Reader(pg_url, 100)
+        offsets = [{"event_id": 0}]
+        rows: list[tuple[object, ...]] = []
+
+        def batch() -> None:
+            offsets.append(reader.latestOffset(offsets[-1]))
+            (partition,) = reader.partitions(offsets[-2], offsets[-1])
+            rows.extend(reader.read(partition))
+
+        with Held(pg_url, jobs) as held:
+            jobs.send("quick")  # a higher id than the held send's, committed first
+            first = threading.Thread(target=batch)
+            first.start()
+            held.reader_waits_or_is_done(first)
+        first.join(60)
+        batch()  # the next micro-batch resumes from the first one's offset
+        committed = [
+            row[0] for row in sql_rows(pg_url, "SELECT event_id FROM message_events ORDER BY event_id")
+        ]
+    assert len(committed) == 2 and [row[0] for row in rows] == committed

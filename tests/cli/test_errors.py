@@ -75,3 +75,25 @@ def test_a_directory_as_database(run: Run, tmp_path: Path) -> None:
         result.stderr
         == f"error: DatabaseError: {tmp_path} is a directory; give the path of a database file\n"
     )
+
+
+@pytest.mark.sqlite_only("backup copies a SQLite file")
+def test_a_line_break_in_what_the_user_gave_stays_in_the_one_line(run: Run, broker: durableq.Broker) -> None:
+    """A path (or anything the message repeats) with a line break cannot add a forged line."""
+    result = run("backup", "/no-such-folder\nerror: Forged: x/copy.db", code=1)
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith("error: InvalidParameterValue: ")
+    assert "/no-such-folder\\nerror: Forged: x/copy.db" in result.stderr
+
+
+def test_an_unexpected_error_with_a_line_break_is_still_one_line(
+    run: Run, broker: durableq.Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: durableq.Broker, prefix: str = "") -> list[str]:
+        raise RuntimeError("boom\r\nerror: Forged: x")
+
+    monkeypatch.setattr(durableq.Broker, "list_queues", broken)
+    assert run("queue", "list", code=1).stderr == (
+        "error: InternalFailure: unexpected RuntimeError: boom\\r\\nerror: Forged: x "
+        "(a bug in durableq; please report it)\n"
+    )

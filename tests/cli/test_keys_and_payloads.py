@@ -96,10 +96,6 @@ def test_keys_json(run: Run, keyring: Path) -> None:
     [listed] = json.loads(run(*ring, "keys", "list", "--json").stdout)
     assert listed == rotated
     assert "material" not in listed  # never the key material
-    assert (
-        json.loads(run("--keyring", str(keyring.with_name("none.json")), "keys", "list", "--json").stdout)
-        == []
-    )
 
 
 @pytest.mark.parametrize(
@@ -135,6 +131,57 @@ def test_the_keyring_from_the_environment(run: Run, keyring: Path) -> None:
     sent = json.loads(run("send", "secure", "from the environment", "--json", env=env).stdout)
     [received] = json.loads(run("receive", "secure", "--json", env=env).stdout)
     assert (received["message_id"], received["body"]) == (sent["message_id"], "from the environment")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("keys", "list"),
+        ("keys", "rotate", "orders"),
+        ("queue", "list"),
+        ("send", "secure", "x"),
+        ("receive", "secure"),
+    ],
+)
+def test_a_keyring_path_with_no_file_is_refused_never_made(
+    run: Run, keyring: Path, args: tuple[str, ...]
+) -> None:
+    _encrypted_queue(run, keyring)
+    typo = keyring.with_name("kyes.json")
+    line = _refused(run, "--keyring", str(typo), *args)
+    assert line == (
+        f"error: KmsNotFound: there is no keyring file at {typo}: create one with `durableq keys create "
+        "ALIAS` (or Keyring(path).create(alias)), or give the path of the keyring that holds the keys"
+    )
+    assert not typo.exists()
+
+
+@pytest.mark.parametrize(
+    ("contents", "says"),
+    [
+        ("[]", "it is a JSON array, not an object"),
+        (
+            '{"format": "durableq-keyring", "version": 1, "keys": {"orders": {"key_id": "k", "current": 1, '
+            '"versions": {"1": {"material": "c2VjcmV0LWtleS1ieXRlcw==", "created_at": "2026-01-01"}}}}}',
+            'alias/orders, version 1: "material" must be 32 bytes (AES-256); it holds 16',
+        ),
+    ],
+    ids=["array", "short key"],
+)
+def test_a_malformed_keyring_is_one_error_line(
+    run: Run, keyring: Path, db: Path, contents: str, says: str
+) -> None:
+    run("init")
+    keyring.write_text(contents)
+    keyring.chmod(0o600)
+    for args in (("keys", "list"), ("queue", "list")):
+        line = _refused(run, "--keyring", str(keyring), *args)
+        assert line == (
+            f"error: KmsAccessDenied: the keyring {keyring} is not a usable durableq keyring: {says}; "
+            "restore it from your copy (durableq never rewrites a keyring it cannot read)"
+        )
+        assert "c2VjcmV0" not in line  # never the key material
+    assert keyring.read_text() == contents
 
 
 # -- encrypted queues ---------------------------------------------------------------
@@ -175,9 +222,44 @@ def test_receive_without_the_keyring_is_refused_and_the_message_stays(
     assert (message.message_id, message.body) == (sent["message_id"], "secret")
 
 
+def test_receive_shows_an_unreadable_message_and_keeps_it(
+    run: Run, keyring: Path, location: str, db: Path
+) -> None:
+    # A message sealed under a key of another keyring (the same alias, other material) does not stop
+    # the others: it is shown as unreadable, never saved or deleted, and the exit status says so.
+    _encrypted_queue(run, keyring)
+    stranger = durableq.Keyring(keyring.with_name("stranger.json"))
+    stranger.create("orders")
+    with durableq.open(location, keyring=stranger, payload_dir=payload_dir(location, db)) as broker:
+        poison = broker.get_queue("secure").send("sealed elsewhere").message_id
+    run("--keyring", str(keyring), "send", "secure", "readable")
+    result = run("--keyring", str(keyring), "receive", "secure", "-n", "10", "--delete", code=1)
+    assert "\nreadable\n" in result.stdout
+    assert f"message id:     {poison}" in result.stdout
+    assert "(unreadable: KmsAccessDenied: not received with its body)" in result.stdout
+    assert "deleted 1 of 2 messages" in result.stdout
+    assert result.stderr.splitlines() == [
+        f"message {poison}: KmsAccessDenied: key alias/orders (version 1) of the keyring cannot unwrap "
+        "data key 1: it is not the key the message was encrypted with",
+        "error: EntriesFailed: 1 of 2 messages failed",
+    ]
+    [kept] = json.loads(run("peek", "secure", "--json").stdout)
+    assert (kept["message_id"], kept["state"], kept["receive_count"]) == (poison, "in_flight", 1)
+    run("--keyring", str(keyring), "change-visibility", "secure", _handle(location, poison), "0")
+    [again] = json.loads(run("--keyring", str(keyring), "receive", "secure", "--json", code=1).stdout)
+    assert (again["message_id"], again["body"], again["md5_of_body"]) == (poison, None, None)
+    assert again["unreadable"]["code"] == "KmsAccessDenied"
+
+
+def _handle(location: str, message_id: str) -> str:
+    [(handle,)] = sql_rows(location, "SELECT receipt_handle FROM messages WHERE message_id = ?", message_id)
+    return str(handle)
+
+
 def test_queue_create_encryption_and_payload_options(
     run: Run, db: Path, location: str, keyring: Path
 ) -> None:
+    run("--keyring", str(keyring), "keys", "create", "aws/sqs")  # a keyring file is made explicitly
     created = run(
         "--keyring", str(keyring), "queue", "create", "managed", "--sse", "--kms-reuse", "120",
         "--large-payloads", "--json",
@@ -310,3 +392,26 @@ def test_the_payload_dir_option_and_variable(
     assert received.exit_code == 0, received.output
     [saved] = out.iterdir()
     assert saved.read_bytes() == blob.read_bytes()
+
+
+def test_the_payload_dir_option_touches_only_the_stores_own_files(
+    run: Run, db: Path, location: str, tmp_path: Path
+) -> None:
+    share = tmp_path / "share"  # a folder of the user's own that holds other files, as a home folder does
+    share.mkdir(mode=0o700)
+    others = [share / "notes.txt", share / "ab" / "old.log", share / "tmp" / "draft.txt"]
+    for path in others:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text("not a payload")
+        os.utime(path, (0, 0))  # older than any grace period
+    run("--payload-dir", str(share), "queue", "create", "jobs")
+    assert run("--payload-dir", str(share), "queue", "list").stdout == "jobs\n"
+    assert all(path.exists() for path in others)
+    share.chmod(0o777)
+    line = _refused(run, "--payload-dir", str(share), "queue", "list")
+    assert line.startswith(f"error: InvalidParameterValue: the payload store {share} ")
+    assert f"chmod 700 {share}" in line
+    if not location.startswith("postgresql://"):  # a SQLite file's folder holds the database
+        line = _refused(run, "--payload-dir", str(db.parent), "queue", "list")
+        assert line.startswith(f"error: InvalidParameterValue: the payload store {db.parent} holds ")
+    assert all(path.exists() for path in others)

@@ -12,6 +12,7 @@ import os
 import sys
 
 from . import tasks  # noqa: F401 - registers the one-shot roles
+from .hostile import role as _hostile  # noqa: F401 - registers the hostile-mix roles
 from .journal import Journal
 from .roles import ROLES
 

@@ -13,6 +13,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+from xml.etree import ElementTree
 
 import pytest
 
@@ -164,3 +165,13 @@ def test_the_server_log_has_no_traceback_for_client_mistakes(tmp_path: Path) -> 
             call_json(running.url, "ReceiveMessage", {"QueueUrl": "q", "WaitTimeSeconds": number})
         stderr = running.stop()
     assert "Traceback" not in stderr
+
+
+def test_a_control_character_in_an_attribute_name_still_gets_well_formed_xml(
+    server: ServerProcess, queue: str
+) -> None:
+    """SQS's wording of the error repeats the name; XML 1.0 cannot hold U+001F (found by test_fuzz)."""
+    form = f"Action=SetQueueAttributes&QueueUrl={queue}&Attribute.1.Name=%1F&Attribute.1.Value=1"
+    status, code, body = call_query(server.url, form.encode())
+    assert (status, code) == (400, "InvalidAttributeName")
+    assert ElementTree.fromstring(body).find(".//{*}Message").text == "Unknown Attribute ?."  # type: ignore[union-attr]

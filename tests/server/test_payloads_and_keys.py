@@ -69,3 +69,35 @@ def test_encrypted_queues_need_the_servers_keyring(tmp_path: Path) -> None:
         assert (
             attributes["KmsMasterKeyId"] == "alias/orders" and attributes["SqsManagedSseEnabled"] == "false"
         )
+
+
+def test_a_message_the_server_cannot_open_is_left_out_not_blocking(tmp_path: Path) -> None:
+    # Sealed under a key of another keyring (the same alias, other material): SQS has no form for such
+    # a message on the wire, so a receive leaves it out (it stays in flight, counted) and returns the
+    # others; one that got nothing else answers with its KMS error.
+    db = tmp_path / "queues.db"
+    ours, theirs = durableq.Keyring(tmp_path / "keys.json"), durableq.Keyring(tmp_path / "theirs.json")
+    ours.create("orders")
+    theirs.create("orders")
+    with durableq.open(db, keyring=theirs) as stranger:
+        stranger.create_queue("orders", kms_master_key_id="alias/orders").send("sealed elsewhere")
+    with ServerProcess(db, "--keyring", str(ours.path)) as server:
+        sqs = client(server.url)
+        url = sqs.get_queue_url(QueueName="orders")["QueueUrl"]
+        sqs.send_message(QueueUrl=url, MessageBody="readable")
+        received = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=0)
+        (message,) = received["Messages"]
+        assert message["Body"] == "readable"
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+        with pytest.raises(ClientError) as only_unreadable:
+            sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)
+        assert only_unreadable.value.response["Error"]["Code"] == "KMS.AccessDeniedException"
+        assert (
+            "not the key the message was encrypted with" in only_unreadable.value.response["Error"]["Message"]
+        )
+    with durableq.open(db, keyring=theirs) as stranger:
+        (kept,) = stranger.get_queue("orders").peek()
+        assert (kept.body, kept.receive_count) == (
+            "sealed elsewhere",
+            2,
+        )  # nothing lost, each receive counted

@@ -80,8 +80,17 @@ def receive_request(call: Call) -> tuple[Queue, dict[str, Any], ReceiveView]:
 
 
 def received(view: ReceiveView, messages: list[Message]) -> dict[str, Any]:
-    """The result members of a ReceiveMessage."""
-    return {"Messages": [view.message(m) for m in messages]} if messages else {}
+    """The result members of a ReceiveMessage.  A message this server cannot open (``unreadable``: sealed
+    under a key its keyring lacks) has no form on the wire: it is left out, and stays in flight until
+    its visibility timeout ends, counted by the queue's redrive policy, while the others are returned; a
+    receive that got only such messages answers with the error of the first (KMS.AccessDeniedException,
+    ...), so that it never looks empty."""
+    readable = [m for m in messages if m.unreadable is None]
+    if messages and not readable:
+        error = messages[0].unreadable
+        assert error is not None
+        raise type(error)(error.message)
+    return {"Messages": [view.message(m) for m in readable]} if readable else {}
 
 
 def receive_message(call: Call) -> dict[str, Any]:

@@ -1,0 +1,86 @@
+"""A thread's PostgreSQL connection is idle whenever it is handed out: a transaction that fails at any
+step (its lock, its statements, its commit) is rolled back, or its connection replaced, before the
+call raises; so one error never breaks the calls after it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+import durableq
+from durableq import SendEntry
+from durableq.engines.postgres import _WRITERS
+
+from .conftest import until
+
+
+@pytest.fixture
+def admin(pg_url: str) -> Iterator[psycopg.Connection[Any]]:
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        yield conn
+
+
+def _left_in_a_transaction(admin: psycopg.Connection[Any]) -> list[str]:
+    """The states of durableq's connections that sit inside a transaction (none should)."""
+    rows = admin.execute(
+        "SELECT state FROM pg_stat_activity WHERE datname = current_database() "
+        "AND application_name = 'durableq' AND state LIKE 'idle in transaction%'"
+    ).fetchall()
+    return [row[0] for row in rows]
+
+
+def _holders_of_the_writers_lock(admin: psycopg.Connection[Any]) -> int:
+    row = admin.execute(
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
+        "AND (classid::bigint << 32 | objid::bigint) = %s AND objsubid = 1",
+        (_WRITERS,),
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_a_lock_timeout_leaves_the_thread_able_to_go_on(pg_url: str, admin: psycopg.Connection[Any]) -> None:
+    with durableq.open(pg_url, durability="normal", busy_timeout=0.3) as broker:
+        jobs = broker.create_queue("jobs", history=True)
+        jobs.send("before")
+        admin.execute(f"SELECT pg_advisory_lock({_WRITERS})")  # the writers' lock, held elsewhere
+        for attempt in (
+            lambda: jobs.send("blocked"),  # a one-statement write: the lock shared
+            lambda: jobs.send_batch([SendEntry("1", "blocked")]),  # a write that runs alone
+            lambda: jobs.send("blocked again"),
+            lambda: broker.message_events(),  # a reader that waits for writes under way
+        ):
+            with pytest.raises(durableq.DatabaseLocked, match="lock"):
+                attempt()
+            assert _left_in_a_transaction(admin) == []
+        assert broker.list_queues() == ["jobs"]  # reads that take no lock go on meanwhile
+        admin.execute(f"SELECT pg_advisory_unlock({_WRITERS})")
+        # Nor did a settled read keep its lock (a counter flush waiting meanwhile holds it a moment).
+        until(lambda: _holders_of_the_writers_lock(admin) == 0, "nobody holds the writers' lock")
+        jobs.send("after")  # the same thread, the same broker
+        assert sorted(m.body for m in jobs.receive(max_messages=10)) == ["after", "before"]
+        assert [e.event for e in broker.message_events()] == ["sent", "sent", "received", "received"]
+    assert _left_in_a_transaction(admin) == []
+
+
+def test_a_commit_that_fails_leaves_the_connection_idle(pg_url: str, admin: psycopg.Connection[Any]) -> None:
+    """A constraint checked at COMMIT (deferred) fails the commit itself."""
+    admin.execute(
+        "CREATE TABLE test_checked (n int); "
+        "CREATE FUNCTION test_refuse() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN RAISE EXCEPTION 'refused at commit'; END $$; "
+        "CREATE CONSTRAINT TRIGGER test_refuse AFTER INSERT ON test_checked "
+        "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION test_refuse()"
+    )
+    with durableq.open(pg_url, durability="normal") as broker:
+        jobs = broker.create_queue("jobs")
+        with pytest.raises(durableq.DatabaseError, match="refused at commit"):
+            with broker._rt.db.change() as conn:
+                conn.execute("INSERT INTO test_checked VALUES (1)")
+        assert _left_in_a_transaction(admin) == []
+        jobs.send("after")
+        assert [m.body for m in jobs.receive()] == ["after"]
+    assert admin.execute("SELECT count(*) FROM test_checked").fetchone() == (0,)

@@ -191,6 +191,10 @@ WATCH_CONFIRM_INTERVAL = 1.0
 LONG_POLL_TIMER_MARGIN = 0.001
 #: With a clock of the caller's (tests), how often a waiting room reads it when a message is due.
 LONG_POLL_CLOCK_INTERVAL = 0.01
+#: Seconds a fork waits at most for the other threads to leave their SQLite calls (engines/forks.py),
+#: and how often it looks meanwhile.
+FORK_QUIET_WAIT = 1.0
+FORK_QUIET_STEP = 0.0005
 #: A waiting room whose look failed (a busy file) looks again after this long.
 LONG_POLL_RETRY = 0.1
 #: Expired messages are swept from a queue at most this often (broker clock).

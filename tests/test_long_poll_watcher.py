@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 import durableq
-from durableq.engines import watch
+from durableq.engines import forks, watch
 from durableq.engines.base import PerThread
-from tests.conftest import until_long_polls_wait
+from tests.conftest import threads_inside, until_long_polls_wait
 
 
 def until(condition: Callable[[], bool], timeout: float = 20) -> None:
@@ -196,9 +196,8 @@ def test_the_stat_poll_fallback_wakes_a_long_poll(db_path: Path, monkeypatch: py
     assert [m.body for m in got[0]] == ["polled"]
 
 
-def _forked(child: Callable[[], None], timeout: float = 30) -> int | None:
-    """Run ``child()`` in a forked child; its exit code (0: it returned, 1: it raised), or None if it
-    still ran after ``timeout`` seconds (it hung: it is killed)."""
+def _fork(child: Callable[[], None]) -> int:
+    """Run ``child()`` in a forked child, which exits 0 if it returned, 1 if it raised; its pid."""
     pid = os.fork()
     if pid == 0:
         code = 1
@@ -209,7 +208,11 @@ def _forked(child: Callable[[], None], timeout: float = 30) -> int | None:
             traceback.print_exc()
         finally:
             os._exit(code)
-    deadline = time.monotonic() + timeout
+    return pid
+
+
+def _exit_code(pid: int, deadline: float) -> int | None:
+    """The forked child's exit code, or None if it still ran at ``deadline`` (it hung: killed)."""
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
@@ -219,6 +222,11 @@ def _forked(child: Callable[[], None], timeout: float = 30) -> int | None:
             os.waitpid(pid, 0)
             return None
         time.sleep(0.01)
+
+
+def _forked(child: Callable[[], None], timeout: float = 30) -> int | None:
+    """Run ``child()`` in a forked child and wait: its exit code (None: it hung, see :func:`_exit_code`)."""
+    return _exit_code(_fork(child), time.monotonic() + timeout)
 
 
 def test_a_child_forked_while_the_first_long_poll_starts_the_watcher_can_long_poll(
@@ -235,11 +243,6 @@ def test_a_child_forked_while_the_first_long_poll_starts_the_watcher_can_long_po
         go_on.wait(30)
         return start(*args)
 
-    def child(queue: durableq.Queue) -> None:
-        assert queue.receive(wait_time=1) == []
-        with durableq.open(target, durability="normal") as own:
-            assert own.get_queue("jobs").receive(wait_time=1) == []
-
     with durableq.open(target, durability="normal") as broker:
         queue = broker.create_queue("jobs")
         monkeypatch.setattr(watch, "Watcher", held_open)
@@ -248,7 +251,7 @@ def test_a_child_forked_while_the_first_long_poll_starts_the_watcher_can_long_po
         assert inside.wait(30)  # the poll thread holds the registry lock now, starting the watcher
         monkeypatch.undo()  # the child starts a real one
         try:
-            code = _forked(lambda: child(queue))
+            code = _forked(lambda: _long_polls(target, queue))
         finally:
             go_on.set()
             poll.join()
@@ -298,3 +301,52 @@ def test_a_forked_childs_connections_are_dropped_unclosed() -> None:
     holder.join()
     gc.collect()
     assert closed == [] and len(connections) == 0
+
+
+def test_children_forked_while_first_long_polls_start_can_long_poll(target: str) -> None:
+    """Forks at whatever moment they fall while three threads start their first long polls (the
+    watcher, connections, SQLite calls): every child long-polls, on the inherited broker and on its
+    own, and ends (issue 27: 3 of 12 runs hung)."""
+    for _ in range(6):
+        with durableq.open(target, durability="normal") as broker:
+            queue = broker.create_queue("jobs")
+            polls = [threading.Thread(target=queue.receive, kwargs={"wait_time": 1}) for _ in range(3)]
+            for poll in polls:
+                poll.start()
+
+            children = [_fork(lambda queue=queue: _long_polls(target, queue)) for _ in range(4)]
+            deadline = time.monotonic() + 30
+            codes = [_exit_code(pid, deadline) for pid in children]
+            for poll in polls:
+                poll.join()
+        assert codes == [0, 0, 0, 0], "a forked child hung (None) or failed"
+
+
+def _long_polls(target: str, queue: durableq.Queue) -> None:
+    """A forked child's long polls: on the broker it inherited, then on one of its own."""
+    assert queue.receive(wait_time=1) == []
+    with durableq.open(target, durability="normal") as own:
+        assert own.get_queue("jobs").receive(wait_time=1) == []
+
+
+def test_a_fork_waits_for_the_other_threads_to_leave_their_sqlite_calls() -> None:
+    """SQLite's mutexes held by a thread at a fork stay held in the child for ever: a fork waits (a
+    bounded time) until no other thread is inside a SQLite call."""
+    left: list[bool] = []
+
+    def inside_sqlite() -> None:
+        with forks.INSIDE:
+            until(lambda: bool(threads_inside(forks._before_fork.__code__)))  # the fork waits for it
+            left.append(True)
+
+    thread = threading.Thread(target=inside_sqlite)
+    thread.start()
+    until(forks.others_inside)
+
+    def child() -> None:
+        assert left == [True]  # the fork came after the thread left
+        assert not forks.others_inside()
+
+    code = _forked(child)
+    thread.join()
+    assert code == 0

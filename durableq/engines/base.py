@@ -4,6 +4,7 @@ them; the operations (``durableq.ops``) see only these two protocols."""
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -144,16 +145,24 @@ class ThreadSlot:
 C = TypeVar("C")
 
 
+#: A forked child's copies of its parent's connections: kept, never closed nor collected (collecting a
+#: SQLite connection closes it).  Closing one could hang (a thread of the parent may have held its
+#: lock at the fork: the child would wait for it forever) or end the parent's session.
+_inherited: list[object] = []
+
+
 class PerThread(Generic[C]):
     """An engine's connections, one per thread: each closed when its thread ends (thread-local values
     die with their thread; so must the connection, or a server starting a thread per request would
-    leak one each time), all closed by :meth:`close_all`."""
+    leak one each time), all closed by :meth:`close_all`.  In a forked child, its parent's are never
+    closed (see :data:`_inherited`)."""
 
     def __init__(self, close: Callable[[C], None]) -> None:
         self._close = close
         self._local = threading.local()
         self._lock = threading.Lock()
         self._all: list[C] = []
+        self._pid = os.getpid()  # the process whose connections these are
 
     def __len__(self) -> int:
         return len(self._all)
@@ -174,6 +183,11 @@ class PerThread(Generic[C]):
 
     def release(self, conn: C) -> None:
         """Close ``conn`` (once, whoever asks first: its thread's end, or a replacement)."""
+        if os.getpid() != self._pid:
+            # A forked child, whose interpreter drops its parent's threads (and their thread-local
+            # values, firing their finalizers) before any at-fork hook could run: keep, never close.
+            _inherited.append(conn)
+            return
         with self._lock:
             if conn not in self._all:
                 return
@@ -181,6 +195,9 @@ class PerThread(Generic[C]):
         self._close(conn)
 
     def close_all(self) -> None:
+        if os.getpid() != self._pid:
+            self.forget()  # a forked child's copies of its parent's: nothing of its own to close
+            return
         with self._lock:
             connections, self._all = self._all, []
         for conn in connections:
@@ -188,13 +205,13 @@ class PerThread(Generic[C]):
         self._local = threading.local()
 
     def forget(self) -> None:
-        """Drop every connection unclosed (in a forked child: they are the parent's).
-
-        Closing one could hang (its parent thread may have held its lock at the fork) or end the
-        parent's session: so the list goes first, and the finalizers that dropping the thread-local
-        values fires find nothing left to close."""
-        self._lock = threading.Lock()
+        """In a forked child: keep the parent's connections unclosed (:data:`_inherited`) and start
+        afresh, the child's own connections to come.  The list goes first, so the finalizers that
+        dropping the thread-local values fires find nothing left to close."""
+        _inherited.extend(self._all)
         self._all = []
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
         self._local = threading.local()
 
 

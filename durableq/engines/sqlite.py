@@ -31,7 +31,7 @@ from ..errors import (
     DatabaseReadOnly,
     InvalidParameterValue,
 )
-from . import group, watch
+from . import forks, group, watch
 from .base import PerThread
 from .files import configure_new, fsync_path, identify, use_wal
 
@@ -127,6 +127,10 @@ class Database:
 
     def connect(self) -> sqlite3.Connection:
         """A new connection with durableq's pragmas, in autocommit mode (we issue BEGIN ourselves)."""
+        with forks.INSIDE:
+            return self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
         try:
             conn = sqlite3.connect(
                 self.path,
@@ -152,7 +156,8 @@ class Database:
 
     def _close_connection(self, conn: sqlite3.Connection) -> None:
         try:
-            conn.close()
+            with forks.INSIDE:
+                conn.close()
         except sqlite3.Error:  # pragma: no cover - closing is best effort
             log.debug("closing a connection to %s failed", self.path, exc_info=True)
 
@@ -301,21 +306,22 @@ class Database:
 
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
-        conn = self.conn
-        changes = conn.total_changes
-        try:
-            conn.execute(begin)
-            yield conn
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            _rollback(conn)
-            raise translate(exc, self.path, self.busy_timeout) from exc
-        except UnicodeEncodeError as exc:
-            _rollback(conn)
-            raise _unstorable(exc) from None
-        except BaseException:
-            _rollback(conn)
-            raise
+        with forks.INSIDE:
+            conn = self.conn
+            changes = conn.total_changes
+            try:
+                conn.execute(begin)
+                yield conn
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                _rollback(conn)
+                raise translate(exc, self.path, self.busy_timeout) from exc
+            except UnicodeEncodeError as exc:
+                _rollback(conn)
+                raise _unstorable(exc) from None
+            except BaseException:
+                _rollback(conn)
+                raise
         if conn.total_changes != changes:
             self._watching.committed()
 
@@ -351,7 +357,8 @@ class Database:
         os.close(fd)  # a new file no connection has open: closing it drops no lock
         try:
             os.chmod(partial, file_mode)
-            _copy_into(self.conn, Path(partial), dest, self.busy_timeout)
+            with forks.INSIDE:
+                _copy_into(self.conn, Path(partial), dest, self.busy_timeout)
             fsync_path(partial)
             os.link(partial, dest)  # unlike rename, never replaces a file that appeared meanwhile
             fsync_path(folder)
@@ -387,11 +394,17 @@ class _Statement:
         self._db = db
 
     def __enter__(self) -> sqlite3.Connection:
-        self._conn = conn = self._db.conn
+        forks.INSIDE.__enter__()
+        try:
+            self._conn = conn = self._db.conn
+        except BaseException:
+            forks.INSIDE.__exit__()
+            raise
         self._changes = conn.total_changes
         return conn
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        forks.INSIDE.__exit__()  # the statement is done (its cursor read, within the block)
         # Each statement committed on its own: if any changed rows, waiters may want to look.
         watcher = self._db._watching.current
         if watcher is not None and self._conn.total_changes != self._changes:
@@ -415,6 +428,14 @@ class _Grouped:
         self._turn: AbstractContextManager[sqlite3.Connection] | None = None
 
     def __enter__(self) -> sqlite3.Connection:
+        forks.INSIDE.__enter__()
+        try:
+            return self._enter()
+        except BaseException:
+            forks.INSIDE.__exit__()
+            raise
+
+    def _enter(self) -> sqlite3.Connection:
         db = self._db
         member = db._gate.enter()
         if member is None:  # no other write of this process under way: exactly as without the gate
@@ -430,13 +451,16 @@ class _Grouped:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
-        if self._alone is not None:
-            try:
-                return self._alone.__exit__(exc_type, exc, tb)
-            finally:
-                self._db._gate.leave()
-        assert self._turn is not None
-        return self._turn.__exit__(exc_type, exc, tb)
+        try:
+            if self._alone is not None:
+                try:
+                    return self._alone.__exit__(exc_type, exc, tb)
+                finally:
+                    self._db._gate.leave()
+            assert self._turn is not None
+            return self._turn.__exit__(exc_type, exc, tb)
+        finally:
+            forks.INSIDE.__exit__()
 
 
 class _VersionProbe:
@@ -447,12 +471,14 @@ class _VersionProbe:
         self._conn = conn
 
     def __call__(self) -> int:
-        version: int = self._conn.execute("PRAGMA data_version").fetchone()[0]
+        with forks.INSIDE:
+            version: int = self._conn.execute("PRAGMA data_version").fetchone()[0]
         return version
 
     def close(self) -> None:
         try:
-            self._conn.close()
+            with forks.INSIDE:
+                self._conn.close()
         except sqlite3.Error:  # pragma: no cover - closing is best effort
             log.debug("closing the change probe failed", exc_info=True)
 

@@ -519,7 +519,14 @@ def _after_fork_in_child() -> None:
     # and in the child nobody would ever release it.
     global _registry_lock
     _registry_lock = threading.Lock()
+    # Kept, never collected: collecting one would close its probe's connection, whose lock the
+    # parent's watcher thread may have held at the fork (the child would wait for it forever).
+    _inherited.extend(watcher for watcher, _ in _registry.values())
     _registry.clear()
+
+
+#: A forked child's copies of its parent's watchers (see :func:`_after_fork_in_child`).
+_inherited: list[Watcher] = []
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -149,6 +149,11 @@ DURABILITY_LEVELS = ("full", "normal")
 DEFAULT_DURABILITY = "full"
 #: How long a call waits for another writer before raising DatabaseLocked.
 DEFAULT_BUSY_TIMEOUT = 10.0
+#: Dirty pages (4 KiB each) a shared transaction of group commit holds in memory before SQLite may
+#: write any to the WAL: below this, a child forked in the middle of a batch can drop its copy
+#: of the batch's connection without touching the parent's transaction (sqlite.py).  Not a
+#: multiple of 256: SQLite also reads the number as on/off, by its low byte.
+GROUP_COMMIT_SPILL_PAGES = 10_000
 #: New database files (and so their WAL) are readable by their owner only.
 DEFAULT_FILE_MODE = 0o600
 
@@ -162,6 +167,8 @@ MAX_GRACE_PERIOD = 86_400
 MAX_BACKOFF = 900
 #: How often a waiting worker checks whether it was asked to stop (its long polls last this long).
 WORKER_STOP_CHECK = 1.0
+#: How often ``durableq serve`` (``durableq.server.run``) looks whether SIGINT or SIGTERM came.
+SERVER_STOP_CHECK = 0.2
 
 #: The latest time a broker clock may read: 9999-12-31 (seconds since the epoch).
 MAX_CLOCK = 253_402_300_799

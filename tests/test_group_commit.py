@@ -1,9 +1,7 @@
 """Group commit: writes of one process that wait behind a transaction share the next one.
 
-Each test first holds the gate with a write of its own that blocks until the
-test lets it go, lines up the writes under test behind it (waiting until the
-gate counts them in line, not for some time), then lets go: everything in
-line forms one batch, deterministically.
+Each test lines the writes under test up behind a write that holds the gate
+(see tests/grouping.py): everything in line forms one batch, deterministically.
 """
 
 from __future__ import annotations
@@ -11,16 +9,14 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 import durableq
-from durableq.engines.sqlite import Database
-from tests.conftest import FakeClock, until
+from tests.conftest import FakeClock
+from tests.grouping import Calls, db_of, gate_held, line_up, wait_child
 
 
 @pytest.fixture
@@ -30,69 +26,11 @@ def broker(db_path: Path, clock: FakeClock) -> Iterator[durableq.Broker]:
         yield opened
 
 
-def _db(broker: durableq.Broker) -> Database:
-    return broker._rt.db  # type: ignore[attr-defined,no-any-return]
-
-
-@contextmanager
-def gate_held(db: Database, *, transaction: bool = True) -> Iterator[None]:
-    """Hold the gate with a write (a transaction, or an autocommit statement that holds no
-    lock) until the block ends."""
-    inside, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with db.write() if transaction else db.change():
-            inside.set()
-            release.wait()
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    inside.wait()
-    try:
-        yield
-    finally:
-        release.set()
-        holder.join()
-
-
-class Calls:
-    """Calls run in threads of their own, with what each returned or raised."""
-
-    def __init__(self) -> None:
-        self.outcomes: dict[str, Any] = {}
-        self._threads: list[threading.Thread] = []
-
-    def start(self, name: str, call: Callable[[], Any]) -> None:
-        def run() -> None:
-            try:
-                self.outcomes[name] = call()
-            except Exception as exc:  # noqa: BLE001 - the test looks at what each call raised
-                self.outcomes[name] = exc
-
-        thread = threading.Thread(target=run)
-        self._threads.append(thread)
-        thread.start()
-
-    def join(self) -> dict[str, Any]:
-        for thread in self._threads:
-            thread.join(60)
-            assert not thread.is_alive(), "a grouped write never returned"
-        return self.outcomes
-
-
-def line_up(db: Database, calls: Calls, named: dict[str, Callable[[], Any]]) -> None:
-    """Start ``named`` calls one at a time, each once the one before waits in line (so the
-    batch runs them in this order)."""
-    for count, (name, call) in enumerate(named.items(), start=1):
-        calls.start(name, call)
-        until(lambda count=count: db.waiting >= count, f"{count} writes wait in line")  # type: ignore[misc]
-
-
 def test_writes_that_wait_share_one_transaction_and_each_is_committed_when_it_returns(
     broker: durableq.Broker, db_path: Path
 ) -> None:
     queue = broker.create_queue("jobs")
-    db = _db(broker)
+    db = db_of(broker)
     before = db.group_stats.batches
     calls = Calls()
 
@@ -116,7 +54,7 @@ def test_writes_that_wait_share_one_transaction_and_each_is_committed_when_it_re
 
 def test_one_writes_error_fails_only_that_write(broker: durableq.Broker) -> None:
     queue = broker.create_queue("jobs")
-    db = _db(broker)
+    db = db_of(broker)
     sent = queue.send("to delete")
     (message,) = queue.receive(1)
     calls = Calls()
@@ -147,7 +85,7 @@ def test_one_writes_error_fails_only_that_write(broker: durableq.Broker) -> None
 
 def test_a_driver_error_in_a_grouped_write_is_translated_and_its_own(broker: durableq.Broker) -> None:
     queue = broker.create_queue("jobs")
-    db = _db(broker)
+    db = db_of(broker)
     calls = Calls()
 
     def duplicate_queue_row() -> None:
@@ -169,7 +107,7 @@ def test_a_driver_error_in_a_grouped_write_is_translated_and_its_own(broker: dur
 def test_a_batch_that_cannot_lock_the_file_fails_at_once_and_frees_the_gate(db_path: Path) -> None:
     with durableq.open(db_path, busy_timeout=0.2) as broker:
         queue = broker.create_queue("jobs")
-        db = _db(broker)
+        db = db_of(broker)
         other = sqlite3.connect(db_path, isolation_level=None)
         calls = Calls()
         with gate_held(db, transaction=False):  # holds the gate, not the file
@@ -231,7 +169,7 @@ def test_threads_sending_receiving_and_deleting_lose_and_repeat_nothing(broker: 
 
 def test_a_child_forked_while_a_thread_writes_can_write(broker: durableq.Broker) -> None:
     queue = broker.create_queue("jobs")
-    db = _db(broker)
+    db = db_of(broker)
     with gate_held(db, transaction=False):  # the gate, not the file: the child must not wait for it
         pid = os.fork()
         if pid == 0:  # the child: its parent's holder thread did not come along
@@ -241,34 +179,15 @@ def test_a_child_forked_while_a_thread_writes_can_write(broker: durableq.Broker)
                 code = 0
             finally:
                 os._exit(code)
-        status = _wait_child(pid)
+        status = wait_child(pid)
     assert os.waitstatus_to_exitcode(status) == 0
     assert [m.body for m in queue.peek()] == ["from the child"]
-
-
-def _wait_child(pid: int) -> int:
-    """The child's wait status; kill it and fail if it is stuck (waiting for a gate that no thread
-    of its own will ever open)."""
-    statuses: list[int] = []
-
-    def exited() -> bool:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        statuses.extend([status] if done == pid else [])
-        return bool(statuses)
-
-    try:
-        until(exited, "the forked child exits")
-    except AssertionError:
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
-        raise
-    return statuses[0]
 
 
 def test_at_durability_normal_writes_are_not_grouped(db_path: Path) -> None:
     with durableq.open(db_path, durability="normal") as broker:
         queue = broker.create_queue("jobs")
-        db = _db(broker)
+        db = db_of(broker)
         threads = [threading.Thread(target=lambda: [queue.send("m") for _ in range(50)]) for _ in range(4)]
         for thread in threads:
             thread.start()

@@ -154,8 +154,15 @@ _inherited: list[object] = []
 class PerThread(Generic[C]):
     """An engine's connections, one per thread: each closed when its thread ends (thread-local values
     die with their thread; so must the connection, or a server starting a thread per request would
-    leak one each time), all closed by :meth:`close_all`.  In a forked child, its parent's are never
-    closed (see :data:`_inherited`)."""
+    leak one each time), all closed by :meth:`close_all`.
+
+    Only the process that opened a connection ever closes it.  In a forked child CPython deletes
+    every other thread's state, and so fires their finalizers, *before* any fork handler runs
+    (:meth:`forget` comes too late): closing those copies would end the parent's PostgreSQL
+    sessions (a Terminate message on the shared socket) and is what SQLite forbids across a fork.
+    Nor may the child let them be collected (collecting a SQLite connection closes it): it keeps
+    them in :data:`_inherited`.
+    """
 
     def __init__(self, close: Callable[[C], None]) -> None:
         self._close = close
@@ -184,10 +191,8 @@ class PerThread(Generic[C]):
     def release(self, conn: C) -> None:
         """Close ``conn`` (once, whoever asks first: its thread's end, or a replacement)."""
         if os.getpid() != self._pid:
-            # A forked child, whose interpreter drops its parent's threads (and their thread-local
-            # values, firing their finalizers) before any at-fork hook could run: keep, never close.
-            _inherited.append(conn)
-            return
+            _inherited.append(conn)  # a forked child's copy (see the class): before the lock, which
+            return  # may be held forever
         with self._lock:
             if conn not in self._all:
                 return

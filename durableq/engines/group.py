@@ -6,18 +6,32 @@ about what one thread gets.  The gate below changes that without changing
 what a caller sees:
 
 * A write that finds no other write of this process in progress runs alone,
-  exactly as before: its own transaction (or a single autocommit statement).
+  exactly as before: its own transaction (or a single autocommit statement)
+  on its thread's own connection, which no other thread uses meanwhile.
 * Writes that arrive while one is in progress wait in line.  When it ends,
   everyone in line at that moment forms a *batch*: one transaction, each
-  member's work in its own ``SAVEPOINT``, run by the member's own thread on
-  the batch's connection when its turn comes (in arrival order), then one
-  ``COMMIT`` by the last member.  A line of one just runs alone.
+  member's work in its own ``SAVEPOINT``, run by the member's own thread when
+  its turn comes (in arrival order), then one ``COMMIT`` by the last member.
+  A line of one just runs alone.
+* A batch belongs to the gate, never to a member: its transaction runs on the
+  gate's connection (the database's, see ``begin``), which is no thread's
+  own.  Only the member whose turn it is uses it; what a member does before or
+  after its turn (a read, another write, its thread ending, a fork) happens on
+  its thread's own connection and cannot touch the batch.  So a member that
+  fails and returns early, while the batch goes on, is just another reader.
 * A member whose work raises is rolled back to its savepoint: the error is
-  its alone.  A member returns only after the ``COMMIT`` that holds its work,
-  so an acknowledged write is exactly as durable as it was alone; if that
-  ``COMMIT`` fails, every member whose work it held gets the error.
+  its alone.  If SQLite ends the whole transaction instead (a full disk, an
+  I/O error), the members whose work it held fail with that error, and the
+  next member begins a new transaction.  A member returns only after the
+  ``COMMIT`` that holds its work, so an acknowledged write is exactly as
+  durable as it was alone; if that ``COMMIT`` fails, every member whose work
+  it held gets the error.
+* Every member is woken on every path: a batch whose transaction cannot
+  begin fails the members after at once; a write interrupted while it waits
+  (``KeyboardInterrupt``) still passes its turn on; the gate raises durableq
+  errors only, never the driver's.
 
-The gate only orders the writers of this process; other processes are kept
+The gate only orders the writes of this process; other processes are kept
 out by SQLite's write lock, as before.
 """
 
@@ -29,6 +43,8 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+
+from ..errors import DatabaseError
 
 
 @dataclass
@@ -48,13 +64,15 @@ class _Signal:
     (cheaper than a ``threading.Event``, which is a condition variable; a batch wakes a thread
     twice per write)."""
 
-    __slots__ = ("_lock",)
+    __slots__ = ("_lock", "fired")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._lock.acquire()
+        self.fired = False  # set (before the wake-up): an interrupted waiter can tell
 
     def set(self) -> None:
+        self.fired = True
         self._lock.release()
 
     def wait(self) -> None:
@@ -89,11 +107,12 @@ class Gate:
 
     def __init__(
         self,
-        begin: Callable[[sqlite3.Connection], None],
+        begin: Callable[[], sqlite3.Connection],
         commit: Callable[[sqlite3.Connection], None],
         translate: Callable[[BaseException], BaseException],
     ) -> None:
-        """``begin`` and ``commit`` open and end a shared transaction, raising durableq errors;
+        """``begin()`` opens a shared transaction on the gate's connection (one that belongs to
+        no thread) and returns that connection; ``commit`` ends it; both raise durableq errors.
         ``translate`` gives the durableq error for an exception of a member's work."""
         self._begin = begin
         self._commit = commit
@@ -101,6 +120,7 @@ class Gate:
         self._lock = threading.Lock()
         self._busy = False
         self._line: list[Member] = []
+        self._when_free: Callable[[], None] | None = None
         self.stats = GroupStats()
 
     @property
@@ -113,6 +133,16 @@ class Gate:
         self._lock = threading.Lock()
         self._busy = False
         self._line = []
+        self._when_free = None
+
+    def when_free(self, action: Callable[[], None]) -> None:
+        """Run ``action`` once no write holds the gate: now, or when the writes under way are
+        over (closing the gate's connection must not pull it from under a batch)."""
+        with self._lock:
+            if self._busy:
+                self._when_free = action
+                return
+        action()
 
     def enter(self) -> Member | None:
         """Take the gate.  None: the caller writes alone and calls :meth:`leave` when done.
@@ -124,48 +154,53 @@ class Gate:
                 return None
             member = Member()
             self._line.append(member)
-        member.turn.wait()
+        try:
+            member.turn.wait()
+        except BaseException:  # interrupted while it waited (KeyboardInterrupt): it gives up its turn
+            self._give_up(member)
+            raise
         if member.batch is None and member.error is None:
             return None  # a line of one: it holds the gate and writes alone
         return member
 
     def leave(self) -> None:
         """The write in progress is over: the writes in line form the next batch, or the gate is free."""
+        free = None
         with self._lock:
             line, self._line = self._line, []
             if not line:
                 self._busy = False
-                return
-            if len(line) == 1:
+                free, self._when_free = self._when_free, None
+            elif len(line) == 1:
                 self.stats.alone += 1
             else:
                 self.stats.batches += 1
                 self.stats.grouped += len(line)
-        if len(line) == 1:
-            line[0].turn.set()
+        if not line:
+            if free is not None:
+                free()
             return
-        batch = _Batch(line)
-        for member in line:
-            member.batch = batch
+        if len(line) > 1:
+            batch = _Batch(line)
+            for member in line:
+                member.batch = batch
         line[0].turn.set()
 
     @contextmanager
-    def turn(self, member: Member, own: Callable[[], sqlite3.Connection]) -> Iterator[sqlite3.Connection]:
-        """Run a member's work in its savepoint of the batch's transaction, opened on this
-        thread's connection ``own()`` if none is open; end when that transaction committed."""
+    def turn(self, member: Member) -> Iterator[sqlite3.Connection]:
+        """Run a member's work in its savepoint of the batch's transaction (begun on the gate's
+        connection if none is open); end when that transaction committed."""
         if member.error is not None:
             raise member.error  # the batch could not open its transaction (see _fail_rest)
         batch = member.batch
         assert batch is not None
-        if batch.conn is None:
+        conn = batch.conn
+        if conn is None:  # the first member, or the first after SQLite ended the transaction
             try:
-                conn = own()
-                self._begin(conn)
-            except BaseException as exc:
+                conn = batch.conn = self._begin()
+            except BaseException as exc:  # a durableq error (begin translates), or an interrupt
                 self._fail_rest(batch, member, exc)
                 raise
-            batch.conn = conn
-        conn = batch.conn
         try:
             conn.execute("SAVEPOINT member")
             yield conn
@@ -185,16 +220,20 @@ class Gate:
 
     def _undo(self, batch: _Batch, conn: sqlite3.Connection, exc: BaseException) -> None:
         """Roll back one member's work.  If SQLite ended the whole transaction instead (some
-        errors do), the members whose work it held fail with the same error."""
-        if conn.in_transaction:
-            try:
+        errors do), or it cannot be rolled back to the savepoint, the transaction is over: the
+        members whose work it held fail with the error, and the next member begins anew."""
+        try:
+            if conn.in_transaction:
                 conn.execute("ROLLBACK TO member")
                 conn.execute("RELEASE member")
                 return
-            except sqlite3.Error:
+        except sqlite3.Error:
+            try:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
-        self._end(batch, self._translate(exc))
+            except sqlite3.Error:
+                pass  # ``begin`` sees the transaction still open and starts over (see sqlite.py)
+        self._end(batch, self._for_others(exc))
 
     def _pass_turn(self, batch: _Batch, member: Member) -> None:
         members = batch.members
@@ -203,16 +242,33 @@ class Gate:
             members[after].turn.set()
             return
         # The last member commits for everyone, then hands the gate to the next batch.
-        error: BaseException | None = None
-        if batch.conn is not None and batch.conn.in_transaction:
+        error: Exception | None = None
+        interrupted: BaseException | None = None
+        conn = batch.conn
+        if conn is not None:
             try:
-                self._commit(batch.conn)
-            except BaseException as exc:  # noqa: BLE001 - every member must wake, whatever the commit raised
-                error = exc
+                self._commit(conn)
+            except Exception as exc:  # noqa: BLE001 - every member must wake, whatever the commit raised
+                error = self._for_others(exc)
+            except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt: the others wake first
+                interrupted = exc
+                error = self._interrupted_commit(conn, exc)
         self._end(batch, error)
         self.leave()
+        if interrupted is not None:
+            raise interrupted
 
-    def _end(self, batch: _Batch, error: BaseException | None) -> None:
+    def _interrupted_commit(self, conn: sqlite3.Connection, exc: BaseException) -> Exception | None:
+        """The members' error when the commit was interrupted: none if it went through."""
+        try:
+            if not conn.in_transaction:
+                return None
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+        return self._for_others(exc)
+
+    def _end(self, batch: _Batch, error: Exception | None) -> None:
         """The open transaction ended, committed or failed with ``error``: wake the members it held."""
         for held in batch.held:
             # Each thread raises its own copy: one exception object must not collect the
@@ -226,10 +282,40 @@ class Gate:
         # The shared transaction could not start (say the file stayed locked by another
         # process past the busy timeout): the members after this one would each wait as long
         # again, one after another, so they fail at once with the same error.
+        error = self._for_others(exc)
         rest = batch.members[batch.members.index(member) + 1 :]
         for other in rest:
-            other.error = copy.copy(exc)
+            other.error = copy.copy(error)
             other.turn.set()
         batch.members = batch.members[: len(batch.members) - len(rest)]
-        self._end(batch, exc)
+        self._end(batch, error)
         self.leave()
+
+    def _give_up(self, member: Member) -> None:
+        """A write interrupted while it waited: out of the line, or, if its batch has called it
+        already, its turn taken when it comes and passed on unused (the others must not wait)."""
+        with self._lock:
+            if member in self._line:
+                self._line.remove(member)
+                return
+        while not member.turn.fired:  # it comes once the members before it are done
+            try:
+                member.turn.wait()
+            except BaseException:  # noqa: BLE001 - interrupted again: still, the turn must pass
+                pass
+        if member.error is not None:
+            return  # its batch could not begin: nothing to pass
+        if member.batch is None:
+            self.leave()  # a line of one: it held the gate
+        else:
+            self._pass_turn(member.batch, member)
+
+    def _for_others(self, exc: BaseException) -> Exception:
+        """The error of members whose work was not committed because of a failure not theirs."""
+        error = self._translate(exc)
+        if isinstance(error, DatabaseError):
+            return error
+        return DatabaseError(
+            f"the write was not committed: the transaction it shared with other writes of this process "
+            f"ended early ({type(exc).__name__}: {exc}); it can be retried"
+        )

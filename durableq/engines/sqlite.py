@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock, Timeout
 
+from .. import limits
 from ..errors import (
     BrokerClosed,
     DatabaseCorrupt,
@@ -120,6 +121,9 @@ class Database:
         # Only where a commit waits for an fsync: at "normal" there is nothing to share, and the
         # hand-offs between threads cost more than they save (bench W10).
         self._gate = group.Gate(self._begin_shared, self._commit_shared, self._translated)
+        # The connection of those shared transactions: the gate's, no thread's own (not in
+        # _connections), so no thread's reads run on it and no thread's end closes it.
+        self._shared: sqlite3.Connection | None = None
         self._grouping = durability == "full"
         _open_databases.add(self)
 
@@ -166,6 +170,14 @@ class Database:
         self._connections.forget()
         self._watching.forget()  # nor its watcher thread, which did not come along
         self._gate.reset()  # nor its writer threads
+        # Nor the batch it may be in the middle of.  Its connection is closed here, as the
+        # threads' are: SQLite keeps the locks of a process in a table of its own, which the child
+        # copied, so a copy left open in the middle of the parent's transaction would hold the
+        # file's write lock in the child for ever.  Closing it rolls back the child's copy of
+        # that transaction only: its pages never reached the WAL (see _begin_shared).
+        shared, self._shared = self._shared, None
+        if shared is not None:
+            self._close_connection(shared)
 
     def watcher(self) -> watch.Watcher:
         """The change watcher of this file (one per process and file, started on first use)."""
@@ -175,6 +187,12 @@ class Database:
         self._closed = True
         self._watching.close()
         self._connections.close_all()
+        self._gate.when_free(self._close_shared)  # not under a batch still under way
+
+    def _close_shared(self) -> None:
+        conn, self._shared = self._shared, None
+        if conn is not None:
+            self._close_connection(conn)
 
     # -- transactions ------------------------------------------------------
 
@@ -182,7 +200,8 @@ class Database:
         """A write transaction: ``BEGIN IMMEDIATE`` takes the write lock up front, so it
         never fails half-way on a lock upgrade.  At durability "full" it is group-committed
         (see :mod:`.group`): it may share its transaction with other writes of this process,
-        each in a savepoint."""
+        each in a savepoint, on the gate's connection: use only the connection it yields (not
+        :attr:`conn`, which is this thread's and outside that transaction)."""
         if not self._grouping:
             return self._transaction("BEGIN IMMEDIATE")
         return _Grouped(self, transaction=True)
@@ -208,11 +227,28 @@ class Database:
         """How many writes ran alone and how many shared a transaction (see :mod:`.group`)."""
         return self._gate.stats
 
-    def _begin_shared(self, conn: sqlite3.Connection) -> None:
+    def _begin_shared(self) -> sqlite3.Connection:
+        """A shared transaction begun on the gate's connection (opened on first use), for a batch
+        of group commit; only the gate calls this, while it holds the batch."""
+        if self._closed:
+            raise BrokerClosed(f"{self.path}: the broker is closed")
+        conn = self._shared
         try:
+            if conn is None:
+                conn = self.connect()
+                # A batch's pages stay in memory until its COMMIT (up to a bound): a child forked
+                # meanwhile can then drop its copy without rewriting the parent's WAL index.
+                conn.execute(f"PRAGMA cache_spill = {limits.GROUP_COMMIT_SPILL_PAGES}")
+            elif conn.in_transaction:  # left open by a failure that could not roll it back
+                conn.execute("ROLLBACK")
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
+            if conn is not None and (conn is not self._shared or conn.in_transaction):
+                self._shared = None  # unusable: the next batch opens another
+                self._close_connection(conn)
             raise translate(exc, self.path, self.busy_timeout) from exc
+        self._shared = conn
+        return conn
 
     def _commit_shared(self, conn: sqlite3.Connection) -> None:
         try:
@@ -445,7 +481,7 @@ class _Grouped:
             except BaseException:
                 db._gate.leave()
                 raise
-        self._turn = turn = db._gate.turn(member, lambda: db.conn)
+        self._turn = turn = db._gate.turn(member)
         return turn.__enter__()
 
     def __exit__(

@@ -19,12 +19,13 @@ import ipaddress
 import logging
 import os
 import signal
-import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import durableq
+from durableq import limits
 from durableq.engines.location import redacted
 
 from .settings import (
@@ -174,13 +175,21 @@ def run(
 
     ``on_ready`` runs once it listens.
     """
-    stopping = threading.Event()
-    previous = {sig: signal.signal(sig, lambda *_: stopping.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    # The handler only records the signal, and the main thread looks every STOP_CHECK seconds.  Not
+    # an Event: the kernel may hand SIGTERM to any thread (uvicorn's, a pool's); the main thread,
+    # blocked in a lock wait, is then never interrupted to run the handler, and a handler that takes
+    # the Event's lock could deadlock with the main thread holding it.
+    signals: list[int] = []
+    previous = {
+        sig: signal.signal(sig, lambda signum, _: signals.append(signum))
+        for sig in (signal.SIGINT, signal.SIGTERM)
+    }
     try:
         with serve(db, **options) as server:
             if on_ready is not None:
                 on_ready(server)
-            stopping.wait()
+            while not signals:
+                time.sleep(limits.SERVER_STOP_CHECK)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

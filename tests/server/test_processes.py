@@ -185,3 +185,26 @@ def test_clients_that_come_and_go_leave_no_open_files_behind(server: ServerProce
     for _ in range(200):  # like 200 runs of the AWS CLI, one connection each
         assert raw(server.url, b"{}", target)[0] == 200
     assert process.num_fds() <= before + 10 and process.num_threads() < 50
+
+
+def test_sigterm_stops_the_server_whichever_thread_the_kernel_hands_it_to(tmp_path: Path) -> None:
+    # The kernel may deliver a process's SIGTERM to any thread that does not block it.  Aimed at
+    # uvicorn's thread (as the kernel may choose), it must still stop the server: found by the
+    # hostile mix, where `durableq serve` outlived its SIGTERM by a minute.
+    code = f"""
+import signal, threading
+import durableq.server
+
+def aim_at_another_thread(server):
+    print("ready", flush=True)
+    uvicorn_thread = next(t for t in threading.enumerate() if t.name == "durableq-server")
+    signal.pthread_kill(uvicorn_thread.ident, signal.SIGTERM)
+
+durableq.server.run({str(tmp_path / "q.db")!r}, port=0, on_ready=aim_at_another_thread)
+print("stopped", flush=True)
+"""
+    process = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert process.returncode == 0, process.stderr
+    assert process.stdout.split() == ["ready", "stopped"]

@@ -8,6 +8,9 @@ every SQLite call of the engine runs inside :data:`INSIDE`, and a fork (``os.for
 when no other thread is inside.  It sees that moment holding the GIL, and keeps the GIL until the fork
 itself, so no thread can enter meanwhile (a thread needs the GIL to enter).  Under a load that never
 pauses that long it forks anyway, as before.
+
+The same goes for the locks of the library's own objects: a child gets those registered with
+:func:`renew_in_child` anew.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import weakref
 
 from .. import limits
 
@@ -43,6 +47,15 @@ class _Inside:
 
 INSIDE = _Inside()
 
+#: Objects whose lock (the attribute named) a forked child makes anew: a thread of the parent may have
+#: held it at the fork, and none would ever release it in the child.
+_locks: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
+
+
+def renew_in_child(owner: object, attribute: str = "_lock") -> None:
+    """In a forked child, ``owner.<attribute>`` becomes a new ``threading.Lock``."""
+    _locks[owner] = attribute
+
 
 def others_inside() -> bool:
     """Is a thread other than this one inside a SQLite call now?"""
@@ -61,6 +74,8 @@ def _after_fork_in_child() -> None:
     me = threading.get_ident()
     for ident in [ident for ident in _depth if ident != me]:
         del _depth[ident]
+    for owner, attribute in list(_locks.items()):
+        setattr(owner, attribute, threading.Lock())
 
 
 os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)

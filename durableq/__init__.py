@@ -12,7 +12,7 @@ with durableq.open("queue.db") as broker:
 from __future__ import annotations
 
 from . import errors
-from .broker import Broker, open
+from .broker import Broker, open, reopen
 from .buffered import BufferedQueue
 from .errors import (
     BatchEntryIdsNotDistinct,
@@ -47,6 +47,7 @@ from .errors import (
     UnsupportedOperation,
 )
 from .keyring import KeyInfo, Keyring
+from .options import OpenOptions
 from .queue import Queue
 from .temporary import TemporaryQueue
 from .types import (
@@ -106,6 +107,7 @@ __all__ = [
     "MissingParameter",
     "MoveTask",
     "NotADurableQDatabase",
+    "OpenOptions",
     "OverLimit",
     "PeekedMessage",
     "Queue",
@@ -127,4 +129,5 @@ __all__ = [
     "Worker",
     "errors",
     "open",
+    "reopen",
 ]

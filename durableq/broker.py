@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -23,6 +22,7 @@ from .keyring import Keyring
 from .limits import DEFAULT, _Default
 from .ops import audit, history, payload_folder, queue_rows, settings, validation
 from .ops.runtime import Runtime
+from .options import OpenOptions
 from .queue import Queue
 from .temporary import TemporaryQueue
 from .types import AuditEvent, MessageEvent, MoveTask, RedriveAllowPolicy, RedrivePolicy
@@ -59,30 +59,42 @@ def open(
     (``KmsAccessDenied``).  Without one, encrypted queues can be neither sent to
     nor received from (``KmsAccessDenied``), though stats, peek metadata and
     moves between queues of the same key still work.
+    The broker keeps all of this as :attr:`Broker.options`.
     """
-    validation.choice("durability", durability, limits.DURABILITY_LEVELS)
-    if clock is not None and not callable(clock):
-        raise InvalidParameterValue("clock must be a callable returning seconds since the epoch")
-    if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, (int, float)) or not busy_timeout >= 0:
-        raise InvalidParameterValue(f"busy_timeout must be a number of seconds >= 0; got {busy_timeout!r}")
-    if not isinstance(path, (str, os.PathLike)):
-        raise InvalidParameterValue(
-            f"path must be a file path or a postgresql:// URL; got {type(path).__name__}"
+    return reopen(
+        OpenOptions(
+            path,
+            durability=durability,
+            busy_timeout=busy_timeout,
+            keyring=keyring,
+            payload_dir=payload_dir,
+            clock=clock,
         )
+    )
+
+
+def reopen(options: OpenOptions) -> Broker:
+    """Open a broker as ``options`` say: another broker's :attr:`Broker.options` open the same
+    database with the same durability, busy timeout, keyring, payload store and clock (a worker
+    process opens its database so)."""
+    if not isinstance(options, OpenOptions):
+        raise InvalidParameterValue(
+            f"options must be a durableq.OpenOptions (a broker's .options); got {type(options).__name__}"
+        )
+    location = options.location
     # Checked before the file is made: a folder that is not private, or holds the database, is refused.
     payloads = payload_folder.location(
-        payload_dir, None if isinstance(path, str) and postgres_url(path) else Path(path)
+        options.payload_dir, None if postgres_url(location) else Path(location)
     )
-    ring = keyring if isinstance(keyring, Keyring) or keyring is None else Keyring(keyring)
-    if ring is not None:
-        ring.check()  # a keyring that does not exist (or is unusable) is an error here: never made later
-    db = open_database(path, durability, float(busy_timeout))
+    if options.keyring is not None:
+        options.keyring.check()  # one that does not exist (or is unusable) is an error here, never made later
+    db = open_database(location, options.durability, options.busy_timeout)
     try:
         ensure_schema(db)
     except BaseException:
         db.close()
         raise
-    return Broker(Runtime(db, clock or time.time, ring, payloads))
+    return Broker(Runtime(db, options, payloads))
 
 
 class Broker:
@@ -109,6 +121,11 @@ class Broker:
     @property
     def durability(self) -> str:
         return self._rt.db.durability
+
+    @property
+    def options(self) -> OpenOptions:
+        """How this broker was opened (:func:`reopen` opens another the same way)."""
+        return self._rt.options
 
     @property
     def keyring(self) -> Keyring | None:

@@ -40,6 +40,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from . import limits
+from .engines import forks
 from .engines.files import fsync_path
 from .errors import DatabaseLocked, InvalidParameterValue, KmsAccessDenied, KmsNotFound
 
@@ -105,6 +106,7 @@ class Keyring:
             raise InvalidParameterValue(f"keyring must be a file path; got {type(path).__name__}")
         self.path = Path(path)
         self._lock = threading.Lock()
+        forks.renew_in_child(self)
         self._stamp: tuple[int, int, int] | None = None
         self._keys: dict[str, Any] = {}
 

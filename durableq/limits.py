@@ -193,6 +193,10 @@ WATCH_CONFIRM_INTERVAL = 1.0
 LONG_POLL_TIMER_MARGIN = 0.001
 #: With a clock of the caller's (tests), how often a waiting room reads it when a message is due.
 LONG_POLL_CLOCK_INTERVAL = 0.01
+#: How often a fork looks whether the other threads have left SQLite (engines/forks.py), and after
+#: how many seconds of waiting it logs a warning (and again each time as long).
+FORK_QUIET_STEP = 0.0005
+FORK_WAIT_WARNING = 10.0
 #: A waiting room whose look failed (a busy file) looks again after this long.
 LONG_POLL_RETRY = 0.1
 #: Expired messages are swept from a queue at most this often (broker clock).

@@ -30,6 +30,7 @@ from .ops import offload as offloading  # (`offload` is a keyword of send)
 from .ops.counters import PURGED
 from .ops.runtime import Runtime
 from .ops.send import Outgoing
+from .options import OpenOptions
 from .types import (
     AttributeInput,
     BatchResult,
@@ -39,6 +40,7 @@ from .types import (
     MinuteMetrics,
     PeekedMessage,
     QueueStats,
+    RedrivePolicy,
     SendEntry,
     SendResult,
 )
@@ -72,9 +74,10 @@ class Queue:
     def fifo(self) -> bool:
         return self._fifo
 
-    def _location(self) -> tuple[str, str]:
-        """The database and durability of this queue's broker (what another process needs to open it)."""
-        return self._rt.db.location, self._rt.db.durability
+    @property
+    def _options(self) -> OpenOptions:
+        """How this queue's broker was opened (what another process reopens it from)."""
+        return self._rt.options
 
     def __repr__(self) -> str:
         kind = "FIFO" if self._fifo else "standard"
@@ -99,6 +102,14 @@ class Queue:
         """The queue's settings, and when it was created and last changed."""
         with self._rt.db.statement() as conn:
             return settings.attributes(self._fresh(conn))
+
+    def dead_letter_due(self, message: Message) -> RedrivePolicy | None:
+        """The redrive policy that moves ``message`` (as received) to its dead-letter queue at its next
+        receive, instead of returning it: it was received ``max_receive_count`` times and that queue
+        exists.  None: its next receive returns it (as in SQS when the dead-letter queue is gone).
+        The move itself happens inside that receive's transaction."""
+        with self._rt.db.statement() as conn:
+            return self._rt.dead_letters.due(conn, self._fresh(conn), message.receive_count)
 
     @audit.audited("SetQueueAttributes", _this_queue)
     def set_attributes(self, /, **changes: Any) -> None:

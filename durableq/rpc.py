@@ -42,7 +42,14 @@ class Requester:
     (a temporary queue named ``reply_prefix-…``, deleted by :meth:`close`, or when idle for
     ``idle_timeout`` seconds after this process is gone).  Thread-safe: calls from many threads
     share one reply queue and one thread that receives the replies.  Replies that match no waiting
-    call (late, after their call timed out, or unknown) are deleted and dropped."""
+    call (late, after their call timed out, or unknown) are deleted and dropped.
+
+    If the reply queue is deleted while the requester is open (this process was paused past its
+    idle timeout and another process's broker reaped it, or someone deleted it), the requester
+    makes a new one: the calls whose requests named the old one fail at once with
+    ``QueueDoesNotExist`` (their replies, if any come, are lost: call again), later calls use the
+    new one.  A requester with no call waiting checks, before its next call, that its reply queue
+    still exists."""
 
     def __init__(
         self,
@@ -53,10 +60,14 @@ class Requester:
         idle_timeout: int = limits.DEFAULT_IDLE_TIMEOUT,
     ) -> None:
         self._requests = broker.get_queue(request_queue) if isinstance(request_queue, str) else request_queue
+        self._broker = broker
+        self._reply_settings = (reply_prefix, idle_timeout)
         self._replies = broker.temporary_queue(reply_prefix, idle_timeout)
-        # correlation id -> the call's future, its deadline (monotonic) and what its timeout says
-        self._pending: dict[str, tuple[Future[Message], float, str]] = {}
+        # correlation id -> the call's future, its deadline (monotonic), what its timeout says, and
+        # the reply queue its request names
+        self._pending: dict[str, tuple[Future[Message], float, str, str]] = {}
         self._lock = threading.Condition()
+        self._renewing = threading.Lock()  # one new reply queue at a time
         self._closed = False
         self._receiver: threading.Thread | None = None
         self.dropped = 0  #: replies that matched no waiting call
@@ -99,12 +110,18 @@ class Requester:
         correlation = uuid.uuid4().hex
         future: Future[Message] = Future()
         with self._lock:
-            self._pending[correlation] = (future, time.monotonic() + timeout, self._timeout_message(timeout))
+            idle = not self._pending
+        if idle:  # nothing received for a while: the reply queue may be gone (see the class)
+            self._check_reply_queue()
+        with self._lock:
+            reply_to = self._replies.name
+            deadline = time.monotonic() + timeout
+            self._pending[correlation] = (future, deadline, self._timeout_message(timeout), reply_to)
             self._start_receiving()
             self._lock.notify_all()  # the receiving thread sleeps while no call waits
         marked = {
             **(attributes or {}),
-            REPLY_TO: Attribute("String", self._replies.name),
+            REPLY_TO: Attribute("String", reply_to),
             CORRELATION_ID: Attribute("String", correlation),
         }
         try:
@@ -122,10 +139,11 @@ class Requester:
             self._closed = True
             waiting, self._pending = self._pending, {}
             self._lock.notify_all()
-        for future, _, _ in waiting.values():
+        for future, _, _, _ in waiting.values():
             if future.set_running_or_notify_cancel():
                 future.set_exception(BrokerClosed("the requester was closed before the reply came"))
-        self._replies.delete_queue()
+        with self._renewing:  # a new reply queue being made now is deleted here, not left behind
+            self._replies.delete_queue()
 
     def __enter__(self) -> Requester:
         return self
@@ -150,17 +168,62 @@ class Requester:
                 if self._closed:
                     return
             wait = self._expire_overdue()
+            queue = self._replies
             try:
-                replies = self._replies.receive(limits.MAX_MESSAGES_PER_RECEIVE, wait_time=wait)
+                replies = queue.receive(limits.MAX_MESSAGES_PER_RECEIVE, wait_time=wait)
                 for reply in replies:  # first: the callers need not wait for the delete's commit
                     self._deliver(reply)
                 if replies:  # a reply whose delete failed comes back later and is dropped then
-                    self._replies.delete_batch([m.receipt_handle for m in replies])
-            except (QueueDoesNotExist, BrokerClosed):
-                return  # closed (or the broker was): nothing more can come
+                    queue.delete_batch([m.receipt_handle for m in replies])
+            except BrokerClosed:
+                return  # the broker was closed: nothing more can come
+            except QueueDoesNotExist:
+                if self._closed:
+                    return  # close() deleted it
+                try:
+                    self._renew(queue.name)
+                except DurableQError:
+                    log.warning("could not make a new reply queue (will retry)", exc_info=True)
+                    time.sleep(1)
             except DurableQError:
                 log.warning("could not receive or delete replies (will retry)", exc_info=True)
                 time.sleep(1)  # the file refuses (locked, full): back off rather than spin
+
+    def _check_reply_queue(self) -> None:
+        queue = self._replies
+        try:
+            queue.attributes()  # a fresh look (one read, as a long poll's first)
+        except QueueDoesNotExist:
+            self._renew(queue.name)
+
+    def _renew(self, gone: str) -> None:
+        """The reply queue ``gone`` was deleted: make a new one, and fail the calls that named it."""
+        with self._renewing:
+            if self._closed or self._replies.name != gone:
+                return  # closed, or another thread made the new one already
+            old, fresh = self._replies, self._broker.temporary_queue(*self._reply_settings)
+            old.delete_queue()  # it is gone: this lets go of the broker's hold on it
+            with self._lock:
+                self._replies = fresh
+                lost = [c for c, entry in self._pending.items() if entry[3] == gone]
+                futures = [self._pending.pop(c)[0] for c in lost]
+        log.warning(
+            "reply queue %s was deleted (by another process, or idle for its idle timeout while this "
+            "process was paused); %d waiting calls lost their replies; replies now go to %s",
+            gone,
+            len(futures),
+            fresh.name,
+        )
+        for future in futures:
+            if future.set_running_or_notify_cancel():
+                future.set_exception(
+                    QueueDoesNotExist(
+                        f"the reply queue {gone!r} of this request was deleted before the reply came (by "
+                        f"another process, or idle for {self._reply_settings[1]} s while this process was "
+                        "paused); the request may have been handled, but its reply is lost: call again "
+                        f"(replies now go to {fresh.name!r})"
+                    )
+                )
 
     def _deliver(self, reply: Message) -> None:
         attribute = reply.attributes.get(CORRELATION_ID)
@@ -176,10 +239,10 @@ class Requester:
         """Fail the calls past their deadline; returns the seconds the next long poll may wait."""
         now = time.monotonic()
         with self._lock:
-            overdue = [(c, f, said) for c, (f, deadline, said) in self._pending.items() if deadline <= now]
+            overdue = [(c, f, said) for c, (f, deadline, said, _) in self._pending.items() if deadline <= now]
             for correlation, _, _ in overdue:
                 del self._pending[correlation]
-            deadlines = [deadline for _, deadline, _ in self._pending.values()]
+            deadlines = [deadline for _, deadline, _, _ in self._pending.values()]
         for _, future, said in overdue:
             if future.set_running_or_notify_cancel():
                 future.set_exception(RequestTimeout(said))
@@ -188,7 +251,7 @@ class Requester:
 
     def _expire(self, future: Future[Message]) -> None:
         with self._lock:
-            for correlation, (pending, _, _) in list(self._pending.items()):
+            for correlation, (pending, _, _, _) in list(self._pending.items()):
                 if pending is future:
                     del self._pending[correlation]
 

@@ -271,15 +271,11 @@ class MinuteMetrics:
 @dataclass(frozen=True, slots=True)
 class RedrivePolicy:
     """Send a message to ``dead_letter_queue`` instead of receiving it more than
-    ``max_receive_count`` times."""
+    ``max_receive_count`` times (whether a received message's next receive does:
+    ``Queue.dead_letter_due``)."""
 
     dead_letter_queue: str
     max_receive_count: int
-
-    def exhausted(self, receive_count: int) -> bool:
-        """Whether a message received ``receive_count`` times goes to the dead-letter queue
-        at its next receive (instead of being returned)."""
-        return receive_count >= self.max_receive_count
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,21 +1,18 @@
 """``Worker``: runs a handler over a queue, the way SQS leaves users to write themselves.
 
-A message whose handler returns is deleted; one whose handler raises is left
-for a retry after a back-off (through its visibility timeout), and the
-queue's redrive policy moves it to the dead-letter queue after its maximum
-receives.  While a handler runs, a heartbeat extends the message's visibility
-so that a long job is not handed to another consumer.  Stopping (``stop()``,
-SIGINT or SIGTERM) stops receiving, lets running handlers finish within a
-grace period, and makes what is unfinished visible again at once.  A worker
-killed outright loses nothing either: its messages come back when their
-visibility timeout ends.
+A message whose handler returns is deleted; one whose handler raises is left for a retry after a
+back-off (through its visibility timeout), and the queue's redrive policy moves it to the
+dead-letter queue after its maximum receives (the library's rule, asked with
+``Queue.dead_letter_due``: the worker keeps no copy of it).  While a handler runs, a heartbeat
+extends the message's visibility so that a long job is not handed to another consumer.  Stopping
+(``stop()``, SIGINT or SIGTERM) stops receiving, lets running handlers finish within a grace
+period, and makes what is unfinished visible again at once.  A worker killed outright loses
+nothing either: its messages come back when their visibility timeout ends.
 """
 
 from __future__ import annotations
 
 import logging
-import multiprocessing
-import os
 import signal
 import threading
 import time
@@ -23,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import limits
+from . import limits, worker_processes
 from .errors import BrokerClosed, DurableQError, InvalidParameterValue, QueueDoesNotExist
 from .ops import validation
 from .queue import Queue
@@ -58,18 +55,21 @@ class _Job:
 class Worker:
     """Runs ``handler`` on the messages of ``queue`` until stopped.
 
-    ``concurrency`` handlers run at once, in threads, or in that many worker
-    processes with ``processes=True`` (the handler must then be importable, a
-    module-level function).  ``visibility_timeout`` defaults to the queue's;
-    the heartbeat extends it every ``heartbeat_interval`` seconds (default: half
-    the timeout).  ``backoff(receive_count)`` gives the seconds before a failed
-    message is retried.  With ``idle_timeout``, ``run`` also returns once no
-    message came and none ran for that many seconds (batch jobs, demos).
-    ``process_initializer`` runs first in each worker process (for example to
-    configure logging there; it must be picklable, like the handler).  With
-    ``respond`` the queue holds requests (:mod:`durableq.rpc`): the handler's
-    return value, a ``str``, is sent to the request's reply queue in the same
-    transaction as the delete (``Queue.respond``).
+    ``concurrency`` handlers run at once, in threads, or in that many worker processes with
+    ``processes=True``: those open the database as the queue's broker was opened
+    (``Broker.options``: keyring, payload store, busy timeout, clock) and are sent the handler,
+    ``backoff``, ``process_initializer`` and the broker's clock pickled, so each must be a
+    module-level function (else InvalidParameterValue, here).  ``process_initializer`` runs first
+    in each worker process (for example to configure logging there).  ``visibility_timeout``
+    defaults to the queue's; the heartbeat extends it every ``heartbeat_interval`` seconds (default:
+    half the timeout).  ``backoff(receive_count)`` gives the seconds before a failed message is
+    retried.  A failure on the last receive the redrive policy allows is released at once instead:
+    its next receive moves it to the dead-letter queue.  If that queue is gone the message stays, as
+    in SQS, and is retried after its back-off like any failure (the library logs the missing queue
+    once).  With ``idle_timeout``, ``run`` also returns once no message came and none ran for that
+    many seconds (batch jobs, demos).  With ``respond`` the queue holds requests
+    (:mod:`durableq.rpc`): the handler's return value, a ``str``, is sent to the request's reply
+    queue in the same transaction as the delete (``Queue.respond``).
     """
 
     def __init__(
@@ -117,6 +117,10 @@ class Worker:
         self.idle_timeout = idle_timeout
         self.process_initializer = process_initializer
         self.respond = respond
+        if processes:
+            worker_processes.check_portable(
+                queue, handler=handler, backoff=backoff, process_initializer=process_initializer
+            )
         self._stop = threading.Event()
         self._stopped_by: str | None = None  # the signal that stopped the worker, if one did
         self._jobs: dict[str, _Job] = {}
@@ -263,8 +267,8 @@ class Worker:
                     "job %s done in %.3f s", message.message_id, took, extra=_outcome(message, "done", took)
                 )
             else:
-                policy = self.queue.attributes()["redrive_policy"]
-                if policy is not None and policy.exhausted(message.receive_count):
+                policy = self.queue.dead_letter_due(message)
+                if policy is not None:
                     self._dead_letter(message, took, failure, policy)
                     return
                 delay = self.backoff(message.receive_count)
@@ -352,9 +356,7 @@ class Worker:
     # -- processes -----------------------------------------------------------
 
     def _run_processes(self) -> None:
-        context = multiprocessing.get_context("spawn")
-        path, durability = self.queue._location()
-        options = {
+        settings = {
             "visibility_timeout": self.visibility_timeout,
             "heartbeat_interval": self.heartbeat_interval,
             "wait_time": self.wait_time,
@@ -364,27 +366,16 @@ class Worker:
             "idle_timeout": self.idle_timeout,
             "respond": self.respond,
         }
-        children = [
-            context.Process(
-                target=_child,
-                args=(path, durability, self.queue.name, self.handler, options, self.process_initializer),
-                name=f"durableq-worker-{i}",
-            )
-            for i in range(self.concurrency)
-        ]
-        for child in children:
-            child.start()
-        try:
-            while any(c.is_alive() for c in children) and not self._stop.wait(STOP_CHECK):
-                pass
-            if self._stop.is_set():
-                self._log_stop(sum(c.is_alive() for c in children), "worker processes")
-        finally:
-            for child in children:
-                if child.is_alive() and child.pid is not None:
-                    child.terminate()  # SIGTERM: each child stops cleanly on its own
-            for child in children:
-                child.join()
+        worker_processes.supervise(
+            self.concurrency,
+            Worker,
+            self.queue,
+            self.handler,
+            settings,
+            self.process_initializer,
+            self._stop,
+            lambda running: self._log_stop(running, "worker processes"),
+        )
 
 
 def _outcome(message: Message, outcome: str, seconds: float, **more: Any) -> dict[str, Any]:
@@ -398,33 +389,6 @@ def _outcome(message: Message, outcome: str, seconds: float, **more: Any) -> dic
             **more,
         }
     }
-
-
-def _child(
-    path: str,
-    durability: str,
-    queue: str,
-    handler: Handler,
-    options: dict[str, Any],
-    initializer: Callable[[], object] | None,
-) -> None:
-    from .broker import open as open_broker
-
-    if initializer is not None:
-        initializer()
-    parent = os.getppid()
-    with open_broker(path, durability=durability) as broker:
-        worker = Worker(broker.get_queue(queue), handler, concurrency=1, **options)
-        threading.Thread(target=_stop_when_orphaned, args=(worker, parent), daemon=True).start()
-        worker.run()
-
-
-def _stop_when_orphaned(worker: Worker, parent: int) -> None:
-    """A worker process whose supervisor died (even by SIGKILL) stops cleanly instead of running on."""
-    while not worker._stop.wait(STOP_CHECK):
-        if os.getppid() != parent:
-            log.warning("the supervising process %d is gone: stopping", parent)
-            worker.stop()
 
 
 def _install_signal_handlers(stop: Callable[[int], None]) -> Callable[[], None]:

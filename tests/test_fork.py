@@ -10,8 +10,10 @@ across a fork.  So the child must drop its copies unclosed, and the parent's thr
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import threading
+from pathlib import Path
 
 import durableq
 
@@ -93,3 +95,47 @@ def test_a_child_can_use_the_broker_while_the_parents_threads_go_on(broker: dura
             "from a new thread, after",
         ]
     )
+
+
+def test_a_child_forked_while_a_thread_holds_the_brokers_locks_can_use_the_broker(
+    target: str, tmp_path: Path
+) -> None:
+    """The locks of the payload store, the sealer and the keyring held by a thread at the fork (as a
+    thread inside them would) are made anew in the child: it sends, receives and sweeps (issue 27:
+    a child hung in the payload store's reclaim)."""
+    keys = tmp_path / "keys.json"
+    durableq.Keyring(keys).create("orders")
+    with durableq.open(target, durability="normal", keyring=keys, payload_dir=tmp_path / "store") as broker:
+        queue = broker.create_queue(
+            "orders", kms_master_key_id="alias/orders", large_payloads=True, maximum_message_size=1024
+        )
+        queue.send("x" * 2_000)  # the sealer and the keyring have been used: their locks exist
+        held = [broker._rt.payloads._lock, broker._rt.sealer._lock, broker.keyring._lock]
+        holding, forked = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            for lock in held:
+                lock.acquire()
+            holding.set()
+            forked.wait(60)
+            for lock in held:
+                lock.release()
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        assert holding.wait(60)
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                faulthandler.dump_traceback_later(30, exit=True)  # a hang: its stacks, then exit 1
+                queue.send("y" * 2_000)
+                assert sorted(len(m.body) for m in queue.receive(10)) == [2_000, 2_000]
+                broker.sweep_payloads()
+                code = 0
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        forked.set()
+        holder.join(60)
+    assert os.waitstatus_to_exitcode(status) == 0

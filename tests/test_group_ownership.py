@@ -133,7 +133,7 @@ class _ForkInThread:
 def _fork_waits_for_writes(fork: _ForkInThread) -> None:
     """Start the fork and see it wait for the writes under way (rather than copy one half done)."""
     fork.start()
-    waiting = forks.WritesInProgress.before_fork.__code__
+    waiting = forks._before_fork.__code__
     until(lambda: fork.forked.is_set() or threads_inside(waiting), "the fork waits for the writes")
     assert not fork.forked.is_set(), "the process forked in the middle of a write transaction"
 

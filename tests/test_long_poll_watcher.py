@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import multiprocessing
+import os
+import signal
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -14,7 +18,9 @@ from typing import Any
 import pytest
 
 import durableq
-from durableq.engines import watch
+from durableq.engines import forks, watch
+from durableq.engines.base import PerThread
+from tests.conftest import threads_inside, until_long_polls_wait
 
 
 def until(condition: Callable[[], bool], timeout: float = 20) -> None:
@@ -188,3 +194,159 @@ def test_the_stat_poll_fallback_wakes_a_long_poll(db_path: Path, monkeypatch: py
         send_from_another_process(db_path, "jobs", ["polled"])
         waiter.join(30)
     assert [m.body for m in got[0]] == ["polled"]
+
+
+def _fork(child: Callable[[], None]) -> int:
+    """Run ``child()`` in a forked child, which exits 0 if it returned, 1 if it raised; its pid."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            child()
+            code = 0
+        except BaseException:  # noqa: BLE001 - whatever it was, the child says so and exits 1
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    return pid
+
+
+def _exit_code(pid: int, deadline: float) -> int | None:
+    """The forked child's exit code, or None if it still ran at ``deadline`` (it hung: killed)."""
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return None
+        time.sleep(0.01)
+
+
+def _forked(child: Callable[[], None], timeout: float = 30) -> int | None:
+    """Run ``child()`` in a forked child and wait: its exit code (None: it hung, see :func:`_exit_code`)."""
+    return _exit_code(_fork(child), time.monotonic() + timeout)
+
+
+def test_a_child_forked_while_the_first_long_poll_starts_the_watcher_can_long_poll(
+    target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first long poll on a file starts its watcher under the process's watcher registry lock: a
+    child forked at that moment inherits the lock held, and must still long-poll, on the broker it
+    inherited and on one of its own (issue 27).  The watcher's start is held here until the fork."""
+    inside, go_on = threading.Event(), threading.Event()
+    start = watch.Watcher
+
+    def held_open(*args: Any) -> watch.Watcher:
+        inside.set()
+        go_on.wait(30)
+        return start(*args)
+
+    with durableq.open(target, durability="normal") as broker:
+        queue = broker.create_queue("jobs")
+        monkeypatch.setattr(watch, "Watcher", held_open)
+        poll = threading.Thread(target=queue.receive, kwargs={"wait_time": 1})
+        poll.start()
+        assert inside.wait(30)  # the poll thread holds the registry lock now, starting the watcher
+        monkeypatch.undo()  # the child starts a real one
+        try:
+            code = _forked(lambda: _long_polls(target, queue))
+        finally:
+            go_on.set()
+            poll.join()
+    assert code == 0, "the forked child hung (None) or failed"
+
+
+def test_a_forked_child_long_polls_on_the_broker_it_inherited(target: str) -> None:
+    """The parent's watcher thread (and its waiting rooms) did not come along: a long poll of the
+    child is still woken by a commit, not left to its deadline."""
+
+    def child(queue: durableq.Queue) -> None:
+        def send_once_waiting() -> None:
+            until_long_polls_wait()
+            queue.send("while the child waits")
+
+        sender = threading.Thread(target=send_once_waiting)
+        sender.start()
+        got = queue.receive(wait_time=10)
+        sender.join()
+        assert [m.body for m in got] == ["while the child waits"]
+
+    with durableq.open(target, durability="normal") as broker:
+        queue = broker.create_queue("jobs")
+        assert queue.receive(wait_time=1) == []  # the parent's watcher and rooms are in use now
+        assert _forked(lambda: child(queue)) == 0
+
+
+def test_a_forked_childs_connections_are_dropped_unclosed() -> None:
+    """In a forked child the connections are its parent's: closing one could hang (a thread of the
+    parent held its lock at the fork) or end the parent's session, so ``forget`` closes none, not even
+    through the finalizers of the thread-local values it drops."""
+    closed: list[str] = []
+    connections: PerThread[str] = PerThread(closed.append)
+    adopted, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        connections.adopt("another thread's")
+        adopted.set()
+        done.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert adopted.wait(30)
+    connections.adopt("this thread's")
+    connections.forget()
+    done.set()
+    holder.join()
+    gc.collect()
+    assert closed == [] and len(connections) == 0
+
+
+def test_children_forked_while_first_long_polls_start_can_long_poll(target: str) -> None:
+    """Forks at whatever moment they fall while three threads start their first long polls (the
+    watcher, connections, SQLite calls): every child long-polls, on the inherited broker and on its
+    own, and ends (issue 27: 3 of 12 runs hung)."""
+    for _ in range(6):
+        with durableq.open(target, durability="normal") as broker:
+            queue = broker.create_queue("jobs")
+            polls = [threading.Thread(target=queue.receive, kwargs={"wait_time": 1}) for _ in range(3)]
+            for poll in polls:
+                poll.start()
+
+            children = [_fork(lambda queue=queue: _long_polls(target, queue)) for _ in range(4)]
+            deadline = time.monotonic() + 30
+            codes = [_exit_code(pid, deadline) for pid in children]
+            for poll in polls:
+                poll.join()
+        assert codes == [0, 0, 0, 0], "a forked child hung (None) or failed"
+
+
+def _long_polls(target: str, queue: durableq.Queue) -> None:
+    """A forked child's long polls: on the broker it inherited, then on one of its own."""
+    assert queue.receive(wait_time=1) == []
+    with durableq.open(target, durability="normal") as own:
+        assert own.get_queue("jobs").receive(wait_time=1) == []
+
+
+def test_a_fork_waits_for_the_other_threads_to_leave_their_sqlite_calls() -> None:
+    """SQLite's mutexes held by a thread at a fork stay held in the child for ever: a fork waits
+    until no other thread is inside SQLite."""
+    left: list[bool] = []
+
+    def inside_sqlite() -> None:
+        with forks.INSIDE:
+            until(lambda: bool(threads_inside(forks._before_fork.__code__)))  # the fork waits for it
+            left.append(True)
+
+    thread = threading.Thread(target=inside_sqlite)
+    thread.start()
+    until(forks.others_inside)
+
+    def child() -> None:
+        assert left == [True]  # the fork came after the thread left
+        assert not forks.others_inside()
+
+    code = _forked(child)
+    thread.join()
+    assert code == 0

@@ -20,7 +20,7 @@ import pytest
 
 import durableq
 from durableq.rpc import CORRELATION_ID, REPLY_TO, Requester, Responder
-from tests.conftest import until
+from tests.conftest import FakeClock, until
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -166,3 +166,36 @@ def test_every_call_gets_exactly_one_reply_while_responders_are_killed_at_random
         assert broker.get_queue("requests").stats().approximate_number_of_messages == 0
     # Kills fell while there was work: responders were killed with some calls answered, not all.
     assert sum(0 < n < len(futures) for n in answered_by_killed) >= 2, answered_by_killed
+
+
+def test_a_requester_whose_reply_queue_was_deleted_makes_a_new_one(target: str, clock: FakeClock) -> None:
+    """A process paused past its reply queue's idle timeout finds the queue deleted by another
+    broker's reaper: the calls that named it fail at once with a clear error (their replies are lost),
+    and the requester goes on with a new reply queue; one deleted while no call waits is replaced
+    before the next call names it (issue 27)."""
+    with (
+        durableq.open(target, clock=clock, durability="normal") as broker,
+        durableq.open(target, clock=clock, durability="normal") as other,
+    ):
+        requests = broker.create_queue("resize")
+        with Requester(broker, "resize", idle_timeout=60) as requester:
+            first = requester.reply_queue
+            waiting = requester.call_async("sent before the pause", timeout=60)
+            clock.advance(60 + 120)  # paused past the idle timeout (and the minute of its last receive)
+            assert other.reap_idle_queues() == [first]
+            with pytest.raises(durableq.QueueDoesNotExist, match=f"reply queue '{first}' .* was deleted"):
+                waiting.result(timeout=30)
+            second = requester.reply_queue
+            assert second != first and real_queues(broker) == {"resize", second}
+            with responding(requests):
+                assert requester.call("after the pause", timeout=30).body == "re: after the pause"
+                other.delete_queue(second)  # while no call waits
+                assert requester.call("after a delete", timeout=30).body == "re: after a delete"
+            third = requester.reply_queue
+            assert third not in (first, second) and real_queues(broker) == {"resize", third}
+        assert real_queues(broker) == {"resize"}  # close deleted the last one
+        assert broker._rt.keeper.held() == []  # and the broker holds none of them any more
+
+
+def real_queues(broker: durableq.Broker) -> set[str]:
+    return set(broker.list_queues())

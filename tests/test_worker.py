@@ -100,6 +100,47 @@ def test_failures_retry_after_a_backoff_then_go_to_the_dead_letter_queue(
     assert "moves to dead-letter queue jobs-dlq" in dead_lettered.getMessage()
 
 
+def test_a_dead_letter_queue_that_is_gone_leaves_failures_to_their_backoff(
+    target: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As in SQS, a message past its maximum receives stays in its queue when the dead-letter queue
+    its redrive policy names is gone, and is received again: the worker retries it after its
+    back-off like any failure, instead of releasing it at once to be received and fail again in a
+    spin (issue 27: 857 runs in 4 s); the missing queue is logged once, not at every receive."""
+    caplog.set_level(logging.INFO, logger="durableq")
+    clock = FakeClock()
+    calls: list[int] = []
+
+    def fail(message: durableq.Message) -> None:
+        calls.append(message.receive_count)
+        raise RuntimeError("fails on purpose")
+
+    with durableq.open(target, clock=clock, durability="normal") as broker:
+        broker.create_queue("jobs-dlq")
+        queue = broker.create_queue("jobs", redrive_policy=RedrivePolicy("jobs-dlq", 1))
+        broker.delete_queue("jobs-dlq")
+        queue.send("doomed")
+        worker = durableq.Worker(queue, fail, wait_time=1)
+        thread = _run_in_thread(worker)
+        try:
+            for receives in range(1, 5):
+                # After each failure it is hidden for its back-off (2, 4, 8, 16 s of the broker clock)
+                delay = durableq.worker.default_backoff(receives)
+                due = int(clock() * 1000) + delay * 1000
+                _until(lambda due=due: [m.visible_timestamp for m in queue.peek(state="in_flight")] == [due])
+                assert calls == list(range(1, receives + 1))  # and is not received meanwhile
+                clock.advance(delay)
+            _until(lambda: len(calls) == 5)
+        finally:
+            worker.stop()
+            thread.join(30)
+    failed = [r.job for r in caplog.records if getattr(r, "job", {}).get("outcome") == "failed"]
+    assert [(j["receive_count"], j["retry_in"]) for j in failed] == [(n, 2**n) for n in range(1, 6)]
+    assert not [r for r in caplog.records if "dead-letter queue jobs-dlq" in r.getMessage()]
+    [gone] = [r for r in caplog.records if "no longer exists" in r.getMessage()]
+    assert gone.levelno == logging.WARNING and "'jobs-dlq'" in gone.getMessage()
+
+
 def test_the_default_backoff_grows_and_is_capped() -> None:
     delays = [durableq.worker.default_backoff(n) for n in range(1, 20)]
     assert delays[:4] == [2, 4, 8, 16]

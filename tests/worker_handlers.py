@@ -7,6 +7,7 @@ can see which process ran which job and when.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import time
@@ -43,6 +44,34 @@ def record(message: durableq.Message) -> None:
         _log(job["log"], "fail", job["id"])
         raise RuntimeError(f"job {job['id']} fails on purpose")
     _log(job["log"], "end", job["id"])
+
+
+def record_opened(message: durableq.Message) -> None:
+    """:func:`record`, after noting how this process's brokers were opened (``Broker.options``, as JSON
+    lines in ``LOG.opened``): a worker process must open its database as its parent's broker was."""
+    job = json.loads(message.body)
+    for broker in [o for o in gc.get_objects() if isinstance(o, durableq.Broker)]:
+        options = broker.options
+        opened = {
+            "pid": os.getpid(),
+            "location": options.location,
+            "durability": options.durability,
+            "busy_timeout": options.busy_timeout,
+            "keyring": None if options.keyring is None else str(options.keyring.path),
+            "payload_dir": None if options.payload_dir is None else str(options.payload_dir),
+            "clock": getattr(options.clock, "__qualname__", repr(options.clock)),
+        }
+        fd = os.open(f"{job['log']}.opened", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, (json.dumps(opened) + "\n").encode())
+        finally:
+            os.close(fd)
+    record(message)
+
+
+def wall_clock() -> float:
+    """A broker clock that a worker process can be given (a module-level function pickles)."""
+    return time.time()
 
 
 def events(path: str) -> list[tuple[str, str, int, float]]:

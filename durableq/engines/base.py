@@ -145,6 +145,18 @@ class ThreadSlot:
 C = TypeVar("C")
 
 
+#: A forked child's copies of its parent's connections: kept, never closed nor collected (collecting a
+#: SQLite connection closes it).  Closing one could hang (a thread of the parent may have held its
+#: lock at the fork: the child would wait for it forever) or end the parent's session.
+_inherited: list[object] = []
+
+
+def keep_inherited(copy: object) -> None:
+    """Keep a forked child's copy of a parent's connection (or None) referenced for good."""
+    if copy is not None:
+        _inherited.append(copy)
+
+
 class PerThread(Generic[C]):
     """An engine's connections, one per thread: each closed when its thread ends (thread-local values
     die with their thread; so must the connection, or a server starting a thread per request would
@@ -154,6 +166,8 @@ class PerThread(Generic[C]):
     every other thread's state, and so fires their finalizers, *before* any fork handler runs
     (:meth:`forget` comes too late): closing those copies would end the parent's PostgreSQL
     sessions (a Terminate message on the shared socket) and is what SQLite forbids across a fork.
+    Nor may the child let them be collected (collecting a SQLite connection closes it): it keeps
+    them in :data:`_inherited`.
     """
 
     def __init__(self, close: Callable[[C], None]) -> None:
@@ -161,7 +175,7 @@ class PerThread(Generic[C]):
         self._local = threading.local()
         self._lock = threading.Lock()
         self._all: list[C] = []
-        self._pid = os.getpid()
+        self._pid = os.getpid()  # the process whose connections these are
 
     def __len__(self) -> int:
         return len(self._all)
@@ -183,7 +197,8 @@ class PerThread(Generic[C]):
     def release(self, conn: C) -> None:
         """Close ``conn`` (once, whoever asks first: its thread's end, or a replacement)."""
         if os.getpid() != self._pid:
-            return  # a forked child's copy (see the class): before the lock, which may be held forever
+            _inherited.append(conn)  # a forked child's copy (see the class): before the lock, which
+            return  # may be held forever
         with self._lock:
             if conn not in self._all:
                 return
@@ -191,20 +206,24 @@ class PerThread(Generic[C]):
         self._close(conn)
 
     def close_all(self) -> None:
+        if os.getpid() != self._pid:
+            self.forget()  # a forked child's copies of its parent's: nothing of its own to close
+            return
         with self._lock:
             connections, self._all = self._all, []
         for conn in connections:
             self._close(conn)
         self._local = threading.local()
 
-    def forget(self) -> list[C]:
-        """Let go of every connection unclosed (in a forked child: they are the parent's); returns
-        them, for the engine to keep or drop (see :mod:`.forks`)."""
-        copies, self._all = self._all, []
-        self._local = threading.local()
+    def forget(self) -> None:
+        """In a forked child: keep the parent's connections unclosed (:data:`_inherited`) and start
+        afresh, the child's own connections to come.  The list goes first, so the finalizers that
+        dropping the thread-local values fires find nothing left to close."""
+        _inherited.extend(self._all)
+        self._all = []
         self._lock = threading.Lock()
         self._pid = os.getpid()
-        return copies
+        self._local = threading.local()
 
 
 class Together:

@@ -1,91 +1,142 @@
-"""Forks and SQLite: a process forks only between writes, and its child never closes what it copied.
+"""Forks that copy no thread in the middle of SQLite, and children that never close what they copied.
 
-SQLite keeps the locks of a process in tables of its own memory, shared by every connection of
-the process to a file.  A child forked while a write transaction of its parent is open copies
-those tables with the write lock taken, by a connection that no thread of the child will ever
-finish: the child's own writes to the file would wait for it for ever.  Closing the copy instead
-would roll back the parent's transaction in the child, rewriting the WAL index the parent shares
-(and it would hang on the copy's mutex if a thread of the parent was inside SQLite at the fork).
+A fork copies the parent's memory, locks included, but only the thread that forked.  Whatever
+another thread held at that moment stays held in the child for ever:
 
-So :data:`WRITES` counts the write transactions of this process under way: a fork waits until
-none is (new ones wait for the fork), and the child keeps every copied connection unclosed for
-its whole life (:func:`keep`; collecting one would close it).  Reads do not matter: a copy of a
-read holds no lock that keeps a writer out.  PostgreSQL needs none of this (its child's copies
-point at ``/dev/null``: see :mod:`.postgres`).
+- SQLite's mutexes (its memory allocator's, a connection's): the child's first SQLite call waits
+  for them for ever;
+- SQLite's table of the locks of the process, shared by all its connections to a file: copied in
+  the middle of a write transaction, it holds the file's write lock in the child for good, and
+  closing the copy instead would roll the parent's transaction back in the WAL index the two
+  processes share.
+
+So every use of SQLite by the engine, from a single statement to a whole write transaction, runs
+inside :data:`INSIDE`, and a fork (``os.fork``, multiprocessing's ``fork`` method) first holds back
+the threads about to enter and waits until no other thread is inside.  A forked child keeps its
+copies of the parent's connections unclosed for good (``base.keep_inherited``), and gets the
+locks of the library's own objects (:func:`renew_in_child`) anew.  A thread that forks from
+inside (a transaction of its own under way) does not wait: the threads it would wait for may be
+waiting for it.  PostgreSQL needs none of the waiting (its child's copies write to ``/dev/null``).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
-from typing import Any
+import time
+import weakref
+
+from .. import limits
+
+log = logging.getLogger(__name__)
+
+#: How deep each thread (by ident) is inside SQLite now; a thread outside has no entry.  Each thread
+#: changes only its own entry, one dict operation at a time (atomic under the GIL).
+_depth: dict[int, int] = {}
 
 
-class WritesInProgress:
-    """The write transactions of this process under way, and a fork waiting for them to end.
-
-    On every write's path: the common case is one uncontended lock and two counters."""
+class _Fork:
+    """Whether a fork is under way, and where the threads it holds back wait for its end."""
 
     def __init__(self) -> None:
-        self._reset(0)
+        self.under_way = False
+        self.over = threading.Condition(threading.Lock())
 
-    def _reset(self, own: int) -> None:
-        self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)
-        self._writing = own
-        self._forking = False
-        self._mine = threading.local()  # this thread's writes: a fork inside one can't wait for it
-        self._mine.count = own
+    def wait(self) -> None:
+        with self.over:
+            while self.under_way:
+                self.over.wait()
 
-    def enter(self) -> None:
-        """A write transaction begins (waits while a fork is under way)."""
-        with self._lock:
-            while self._forking:
-                self._changed.wait()
-            self._writing += 1
-        mine = self._mine
-        mine.count = getattr(mine, "count", 0) + 1
-
-    def leave(self) -> None:
-        """The write transaction ended (committed, rolled back or failed)."""
-        self._mine.count -= 1
-        with self._lock:
-            self._writing -= 1
-            if self._forking and not self._writing:
-                self._changed.notify_all()
-
-    def before_fork(self) -> None:
-        """Hold new writes back and wait for those under way (but the forking thread's own)."""
-        own = getattr(self._mine, "count", 0)
-        with self._lock:
-            self._forking = True
-            while self._writing > own:
-                self._changed.wait()
-
-    def after_fork_in_parent(self) -> None:
-        with self._lock:
-            self._forking = False
-            self._changed.notify_all()
-
-    def after_fork_in_child(self) -> None:
-        # The child has only the forking thread; waiters and their lock stayed with the parent.
-        self._reset(getattr(self._mine, "count", 0))
+    def end(self) -> None:
+        with self.over:
+            self.under_way = False
+            self.over.notify_all()
 
 
-#: The write transactions of this process on any SQLite file.
-WRITES = WritesInProgress()
-
-#: What a forked child copied from its parent and must never close (see the module).
-_KEPT: list[Any] = []
+_fork = _Fork()
 
 
-def keep(copies: list[Any]) -> None:
-    """Keep a forked child's copies of its parent's connections referenced, unclosed, for good."""
-    _KEPT.extend(copies)
+class _Inside:
+    """``with INSIDE:`` around every use of SQLite (nests; a class: it is on every statement's path).
+
+    Entering marks the thread first and looks for a fork second, while :func:`_before_fork` marks the
+    fork first and looks for threads second: under the GIL one of them sees the other, so no thread
+    gets inside once a fork has seen none there."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        me = threading.get_ident()
+        depth = _depth.get(me, 0)
+        if depth:
+            _depth[me] = depth + 1  # already inside: never held back (the fork may wait for us)
+            return
+        while True:
+            _depth[me] = 1
+            if not _fork.under_way:
+                return
+            del _depth[me]  # a fork began: let it happen first
+            _fork.wait()
+
+    def __exit__(self, *exc: object) -> None:
+        me = threading.get_ident()
+        depth = _depth[me] - 1
+        if depth:
+            _depth[me] = depth
+        else:
+            del _depth[me]
+
+
+INSIDE = _Inside()
+
+#: Objects whose lock (the attribute named) a forked child makes anew: a thread of the parent may have
+#: held it at the fork, and none would ever release it in the child.
+_locks: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
+
+
+def renew_in_child(owner: object, attribute: str = "_lock") -> None:
+    """In a forked child, ``owner.<attribute>`` becomes a new ``threading.Lock``."""
+    _locks[owner] = attribute
+
+
+def others_inside() -> list[int]:
+    """The threads other than this one inside SQLite now."""
+    me = threading.get_ident()
+    return [ident for ident in list(_depth) if ident != me]
+
+
+def _before_fork() -> None:
+    with _fork.over:
+        _fork.under_way = True
+    if _depth.get(threading.get_ident()):
+        return  # forking from inside: see the module
+    started = warned = time.monotonic()
+    while others_inside():
+        time.sleep(limits.FORK_QUIET_STEP)  # they finish (a write within its busy timeout)
+        if time.monotonic() - warned >= limits.FORK_WAIT_WARNING:
+            warned = time.monotonic()
+            log.warning(
+                "a fork has waited %.0f s for %d threads to finish with SQLite",
+                warned - started,
+                len(others_inside()),
+            )
+
+
+def _after_fork_in_parent() -> None:
+    _fork.end()
+
+
+def _after_fork_in_child() -> None:
+    global _fork
+    # The other threads did not come along: only this one can be inside (if it forked inside).
+    for ident in others_inside():
+        del _depth[ident]
+    _fork = _Fork()  # the held-back threads and the lock they waited on stayed with the parent
+    for owner, attribute in list(_locks.items()):
+        setattr(owner, attribute, threading.Lock())
 
 
 os.register_at_fork(
-    before=WRITES.before_fork,
-    after_in_parent=WRITES.after_fork_in_parent,
-    after_in_child=WRITES.after_fork_in_child,
+    before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child
 )

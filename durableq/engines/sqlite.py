@@ -32,7 +32,7 @@ from ..errors import (
     InvalidParameterValue,
 )
 from . import forks, group, watch
-from .base import PerThread
+from .base import PerThread, keep_inherited
 from .files import configure_new, fsync_path, identify, use_wal
 
 if TYPE_CHECKING:
@@ -130,6 +130,10 @@ class Database:
 
     def connect(self) -> sqlite3.Connection:
         """A new connection with durableq's pragmas, in autocommit mode (we issue BEGIN ourselves)."""
+        with forks.INSIDE:
+            return self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
         try:
             conn = sqlite3.connect(
                 self.path,
@@ -155,16 +159,17 @@ class Database:
 
     def _close_connection(self, conn: sqlite3.Connection) -> None:
         try:
-            conn.close()
+            with forks.INSIDE:
+                conn.close()
         except sqlite3.Error:  # pragma: no cover - closing is best effort
             log.debug("closing a connection to %s failed", self.path, exc_info=True)
 
     def _forget_connections(self) -> None:
         # A forked child must not use its parent's SQLite connections, nor close them: it keeps
-        # them unclosed (see .forks; the fork waited until none was in a write transaction).
-        copies = self._connections.forget()
+        # them unclosed (see .forks: the fork waited until no thread was inside SQLite).
+        self._connections.forget()
         shared, self._shared = self._shared, None
-        forks.keep([*copies, shared])
+        keep_inherited(shared)
         self._watching.forget()  # nor its watcher thread, which did not come along
         self._gate.reset()  # nor its writer threads
 
@@ -192,14 +197,14 @@ class Database:
         each in a savepoint, on the gate's connection: use only the connection it yields (not
         :attr:`conn`, which is this thread's and outside that transaction)."""
         if not self._grouping:
-            return _Writing(self._transaction("BEGIN IMMEDIATE"))
-        return _Writing(_Grouped(self, transaction=True))
+            return self._transaction("BEGIN IMMEDIATE")
+        return _Grouped(self, transaction=True)
 
     def change(self) -> AbstractContextManager[sqlite3.Connection]:
         """Where a write that is one statement runs (a single ``INSERT``/``UPDATE … RETURNING``/
         ``DELETE`` is atomic and takes the write lock when it starts): alone, it commits on its
         own (autocommit); behind other writes, it joins their group like :meth:`write`."""
-        return _Writing(_Grouped(self, transaction=False) if self._grouping else _Statement(self))
+        return _Grouped(self, transaction=False) if self._grouping else _Statement(self)
 
     def statement(self) -> _Statement:
         """This thread's connection for reads that need no snapshot beyond one statement
@@ -328,21 +333,22 @@ class Database:
 
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
-        conn = self.conn
-        changes = conn.total_changes
-        try:
-            conn.execute(begin)
-            yield conn
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            _rollback(conn)
-            raise translate(exc, self.path, self.busy_timeout) from exc
-        except UnicodeEncodeError as exc:
-            _rollback(conn)
-            raise _unstorable(exc) from None
-        except BaseException:
-            _rollback(conn)
-            raise
+        with forks.INSIDE:
+            conn = self.conn
+            changes = conn.total_changes
+            try:
+                conn.execute(begin)
+                yield conn
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                _rollback(conn)
+                raise translate(exc, self.path, self.busy_timeout) from exc
+            except UnicodeEncodeError as exc:
+                _rollback(conn)
+                raise _unstorable(exc) from None
+            except BaseException:
+                _rollback(conn)
+                raise
         if conn.total_changes != changes:
             self._watching.committed()
 
@@ -378,7 +384,8 @@ class Database:
         os.close(fd)  # a new file no connection has open: closing it drops no lock
         try:
             os.chmod(partial, file_mode)
-            _copy_into(self.conn, Path(partial), dest, self.busy_timeout)
+            with forks.INSIDE:
+                _copy_into(self.conn, Path(partial), dest, self.busy_timeout)
             fsync_path(partial)
             os.link(partial, dest)  # unlike rename, never replaces a file that appeared meanwhile
             fsync_path(folder)
@@ -414,11 +421,17 @@ class _Statement:
         self._db = db
 
     def __enter__(self) -> sqlite3.Connection:
-        self._conn = conn = self._db.conn
+        forks.INSIDE.__enter__()
+        try:
+            self._conn = conn = self._db.conn
+        except BaseException:
+            forks.INSIDE.__exit__()
+            raise
         self._changes = conn.total_changes
         return conn
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        forks.INSIDE.__exit__()  # the statement is done (its cursor read, within the block)
         # Each statement committed on its own: if any changed rows, waiters may want to look.
         watcher = self._db._watching.current
         if watcher is not None and self._conn.total_changes != self._changes:
@@ -427,31 +440,6 @@ class _Statement:
             raise translate(exc, self._db.path, self._db.busy_timeout) from exc
         if isinstance(exc, UnicodeEncodeError):
             raise _unstorable(exc) from None
-
-
-class _Writing:
-    """A write, counted while under way so that a fork waits for it (see :mod:`.forks`)."""
-
-    __slots__ = ("_inner",)
-
-    def __init__(self, inner: AbstractContextManager[sqlite3.Connection]) -> None:
-        self._inner = inner
-
-    def __enter__(self) -> sqlite3.Connection:
-        forks.WRITES.enter()
-        try:
-            return self._inner.__enter__()
-        except BaseException:
-            forks.WRITES.leave()
-            raise
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        try:
-            return self._inner.__exit__(exc_type, exc, tb)
-        finally:
-            forks.WRITES.leave()
 
 
 class _Grouped:
@@ -467,6 +455,14 @@ class _Grouped:
         self._turn: AbstractContextManager[sqlite3.Connection] | None = None
 
     def __enter__(self) -> sqlite3.Connection:
+        forks.INSIDE.__enter__()
+        try:
+            return self._enter()
+        except BaseException:
+            forks.INSIDE.__exit__()
+            raise
+
+    def _enter(self) -> sqlite3.Connection:
         db = self._db
         member = db._gate.enter()
         if member is None:  # no other write of this process under way: exactly as without the gate
@@ -482,13 +478,16 @@ class _Grouped:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
-        if self._alone is not None:
-            try:
-                return self._alone.__exit__(exc_type, exc, tb)
-            finally:
-                self._db._gate.leave()
-        assert self._turn is not None
-        return self._turn.__exit__(exc_type, exc, tb)
+        try:
+            if self._alone is not None:
+                try:
+                    return self._alone.__exit__(exc_type, exc, tb)
+                finally:
+                    self._db._gate.leave()
+            assert self._turn is not None
+            return self._turn.__exit__(exc_type, exc, tb)
+        finally:
+            forks.INSIDE.__exit__()
 
 
 class _VersionProbe:
@@ -499,12 +498,14 @@ class _VersionProbe:
         self._conn = conn
 
     def __call__(self) -> int:
-        version: int = self._conn.execute("PRAGMA data_version").fetchone()[0]
+        with forks.INSIDE:
+            version: int = self._conn.execute("PRAGMA data_version").fetchone()[0]
         return version
 
     def close(self) -> None:
         try:
-            self._conn.close()
+            with forks.INSIDE:
+                self._conn.close()
         except sqlite3.Error:  # pragma: no cover - closing is best effort
             log.debug("closing the change probe failed", exc_info=True)
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import enum
 import heapq
+import importlib
 import itertools
 import logging
 import os
@@ -41,12 +42,22 @@ import time
 from collections import deque
 from collections.abc import Callable, Hashable
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from .. import limits
 from ..errors import BrokerClosed
 
 log = logging.getLogger(__name__)
+
+# Imported with durableq, not by the first long poll: a child forked while another thread imported
+# it would inherit the module's import lock held, and hang at its own first long poll.
+inotify: Any = None
+_no_inotify = "not on Linux"
+if sys.platform.startswith("linux"):
+    try:
+        inotify = importlib.import_module("inotify_simple")
+    except (ImportError, OSError) as exc:  # no package, or no inotify in this libc
+        _no_inotify = str(exc)
 
 #: Selectors wait in whole milliseconds; shorter waits sleep instead.
 _SELECTOR_RESOLUTION = 0.001
@@ -90,15 +101,15 @@ class InotifySource:
     """inotify on the WAL file, and on its folder for when the WAL is created or replaced (Linux)."""
 
     def __init__(self, wal: Path) -> None:
-        from inotify_simple import INotify, flags  # Linux only; ImportError/OSError elsewhere
-
-        self._flags = flags
+        if inotify is None:
+            raise ImportError(_no_inotify)  # os_source falls back on the stat poll
+        self._flags = inotify.flags
         self._wal = wal
-        self._inotify = INotify()
+        self._inotify = inotify.INotify()
         self.fileno: int | None = self._inotify.fileno()
         self.interval = limits.WATCH_CONFIRM_INTERVAL
         # The folder watch sees only creations and renames (rare), not every write next to the file.
-        self._inotify.add_watch(wal.parent, flags.CREATE | flags.MOVED_TO)
+        self._inotify.add_watch(wal.parent, self._flags.CREATE | self._flags.MOVED_TO)
         self._file: int | None = None
         self._arm()
 
@@ -503,8 +514,19 @@ def release(key: Hashable) -> None:
 
 
 def _after_fork_in_child() -> None:
-    # The watcher threads did not come along: forget them (their descriptors are the parent's).
+    # The watcher threads did not come along: forget them (their descriptors are the parent's).  The
+    # lock too: a thread of the parent may have held it (starting a watcher, at a first long poll),
+    # and in the child nobody would ever release it.
+    global _registry_lock
+    _registry_lock = threading.Lock()
+    # Kept, never collected: collecting one would close its probe's connection, whose lock the
+    # parent's watcher thread may have held at the fork (the child would wait for it forever).
+    _inherited.extend(watcher for watcher, _ in _registry.values())
     _registry.clear()
+
+
+#: A forked child's copies of its parent's watchers (see :func:`_after_fork_in_child`).
+_inherited: list[Watcher] = []
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

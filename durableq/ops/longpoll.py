@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
+import weakref
 from collections.abc import Callable
 
 from .. import limits
@@ -123,6 +125,16 @@ class Rooms:
         self._closed = False
         self._orphans: list[Waiter] = []
         self._looking = threading.Lock()  # held while a look reads the file (close() waits for it)
+        _all_rooms.add(self)
+
+    def _forked(self) -> None:
+        # In a forked child the waiters (the parent's threads) and the watcher thread did not come
+        # along, and a lock one of them held would stay held: start afresh.
+        self._lock = threading.Lock()
+        self._looking = threading.Lock()
+        self._rooms = {}
+        self._watch = None
+        self._orphans = []
 
     def generation(self) -> int:
         """Read before looking at the queue: if it moved when the waiter comes back, something committed."""
@@ -293,3 +305,14 @@ class Rooms:
         with self._lock:
             room.timer = None
         self._check(room)
+
+
+_all_rooms: weakref.WeakSet[Rooms] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for rooms in list(_all_rooms):
+        rooms._forked()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -46,6 +46,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from .. import limits
+from ..engines import forks
 from ..engines.base import Database
 from ..errors import DatabaseError, DurableQError, InvalidParameterValue, MessageCorrupt
 from .payload_folder import Folder
@@ -268,7 +269,8 @@ class Payloads:
     def __init__(self, db: Database, root: Path | None) -> None:
         self._db = db
         self.store = PayloadStore(root)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one reclaim at a time
+        forks.renew_in_child(self)
         self._active = self.store.folder is not None and self.store.folder.exists()
         self._looked = time.monotonic()
         self._swept = 0.0  # monotonic time of the last orphan sweep (0: never)

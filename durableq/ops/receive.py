@@ -88,10 +88,12 @@ class Receiver:
         sweeper: Sweeper,
         counters: Counters,
         opener: Opener,
+        dead_letters: redrive.DeadLetters,
         *,
         real_clock: bool = True,
     ) -> None:
         self._opener = opener
+        self._dead_letters = dead_letters
         self._db = db
         self._clock_ms = clock_ms
         self._catalog = catalog
@@ -244,7 +246,7 @@ class Receiver:
             self._opener.sealer.require_keys(queue)
         now = self._clock_ms()
         self._sweeper.maybe_sweep(conn, queue, now)
-        target = redrive.target_of(conn, queue)
+        target = self._dead_letters.target(conn, queue)
         if virtual is not None:
             validation.virtual_host(queue.name, queue.fifo)
         if queue.fifo:

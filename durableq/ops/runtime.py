@@ -3,36 +3,38 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from .. import limits
 from ..engines.base import Database
 from ..errors import InvalidParameterValue
-from ..keyring import Keyring
+from ..options import OpenOptions
 from .counters import Counters
 from .messages import Opener
 from .moves import MoveTasks
 from .payloads import Payloads
 from .queue_rows import Catalog
 from .receive import Receiver
+from .redrive import DeadLetters
 from .retention import Sweeper
 from .sealing import Sealer
 from .temporary import Keeper
 
 
 class Runtime:
-    def __init__(
-        self, db: Database, clock: Callable[[], float], keyring: Keyring | None, payload_dir: Path | None
-    ) -> None:
+    def __init__(self, db: Database, options: OpenOptions, payload_dir: Path | None) -> None:
+        """``db`` is the database ``options`` name, opened; ``payload_dir`` the payload store's folder
+        (the default filled in)."""
         self.db = db
-        self.clock = clock
+        self.options = options  # how the broker was opened: what another process reopens from
+        self.clock = clock = options.clock
         self.catalog = Catalog()
         self.counters = Counters(db)
         self.sweeper = Sweeper(self.counters)
-        self.sealer = Sealer(keyring)
+        self.sealer = Sealer(options.keyring)
         self.payloads = Payloads(db, payload_dir)
         self.opener = Opener(self.sealer, self.payloads.store)
+        self.dead_letters = DeadLetters()
         self.receiver = Receiver(
             db,
             self.now_ms,
@@ -40,6 +42,7 @@ class Runtime:
             self.sweeper,
             self.counters,
             self.opener,
+            self.dead_letters,
             real_clock=clock is time.time,
         )
         self.moves = MoveTasks(db, self.now_ms, self.counters, self.sealer)

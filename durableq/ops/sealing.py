@@ -38,6 +38,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from .. import limits
+from ..engines import forks
 from ..engines.base import Connection
 from ..engines.sql import encode_ids, in_ids
 from ..errors import KmsAccessDenied, KmsNotFound, MessageCorrupt
@@ -107,6 +108,7 @@ class Sealer:
     def __init__(self, keyring: Keyring | None) -> None:
         self.keyring = keyring
         self._lock = threading.Lock()
+        forks.renew_in_child(self)
         self._unwrapped: dict[int, tuple[str, AESGCM]] = {}  # id -> (its stored row, the key)
         self._current: dict[int, DataKey] = {}  # queue id -> its data key for new messages
 

@@ -186,3 +186,49 @@ def _until(condition: Callable[[], bool], timeout: float = 60) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.02)
+
+
+def test_worker_processes_handle_an_encrypted_queue(location: str, tmp_path: Path) -> None:
+    """The worker processes open the database with the command's keyring and payload store."""
+    import subprocess
+    import sys
+
+    log, keys, store = tmp_path / "jobs.log", tmp_path / "keys.json", tmp_path / "store"
+    durableq.Keyring(keys).create("orders")
+    with durableq.open(location, keyring=keys, payload_dir=store, durability="normal") as broker:
+        queue = broker.create_queue(
+            "jobs", kms_master_key_id="alias/orders", large_payloads=True, maximum_message_size=1024
+        )
+        for i in range(4):  # each over the 1 KiB maximum: its body goes to the payload store, sealed
+            queue.send(json.dumps({"id": f"j{i}", "log": str(log), "padding": "x" * 2_000}))
+        result = subprocess.run(
+            [
+                str(Path(sys.executable).with_name("durableq")),
+                "--db",
+                location,
+                "--keyring",
+                str(keys),
+                "--payload-dir",
+                str(store),
+                "worker",
+                "jobs",
+                "tests.worker_handlers:record",
+                "--processes",
+                "--concurrency",
+                "2",
+                "--idle-timeout",
+                "2",
+                "--wait",
+                "1",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=Path(__file__).resolve().parents[2],
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stderr.count(" done in ") == 4, result.stderr
+        assert queue.stats().approximate_number_of_messages == 0
+    assert sorted(job for event, job, _, _ in events(str(log)) if event == "end") == [
+        f"j{i}" for i in range(4)
+    ]

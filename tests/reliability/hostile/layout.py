@@ -73,9 +73,10 @@ def _plant(folder: Path) -> list[str]:
 
 def prepare(folder: Path, rng: random.Random, db: str | None = None, how: str | None = None) -> Place:
     """The run's database (a SQLite file in ``folder/data`` unless ``db`` names one), keyring and
-    payload store.  The store is, at random: the default; a folder of its own; a folder shared with
-    other files; the database's own folder; a symlink to a shared folder.  Files that are not payloads
-    are planted wherever the store could reach them."""
+    payload store.  The store is, at random: the default; a folder of its own; a private folder shared
+    with other files; or, after checking that they are refused, the database's own folder or a symlink
+    (then a folder of its own).  Files that are not payloads are planted wherever the store could
+    reach them."""
     data = folder / "data"
     data.mkdir(parents=True, exist_ok=True)
     db = db or str(data / "hostile.db")
@@ -87,23 +88,38 @@ def prepare(folder: Path, rng: random.Random, db: str | None = None, how: str | 
         payload_dir = str(data / "payloads") if on_pg else None
     elif how == "own":
         payload_dir = str(folder / "payloads")
-    elif how == "shared":
+    elif how == "shared":  # a private folder that holds other files: allowed, and they stay
         shared = folder / "shared"
         canaries += _plant(shared)
+        shared.chmod(0o700)
         payload_dir = str(shared)
-    elif how == "dbdir":
-        canaries += _plant(data)
-        payload_dir = str(data)
-    else:
-        target = folder / "shared-target"
-        canaries += _plant(target)
-        (folder / "link").symlink_to(target, target_is_directory=True)
-        payload_dir = str(folder / "link")
+    else:  # the database's folder, or a link: refused at open (and nothing in them touched)
+        if how == "dbdir":
+            canaries += _plant(data)
+            refused = data
+        else:
+            target = folder / "shared-target"
+            canaries += _plant(target)
+            target.chmod(0o700)
+            refused = folder / "link"
+            refused.symlink_to(target, target_is_directory=True)
+        if how == "symlink" or not on_pg:  # a PostgreSQL database has no folder of its own
+            _refused(db, refused)
+        payload_dir = str(folder / "payloads")
     if not on_pg:
         canaries.append(db)  # the database file itself is not a payload either
     keyring = folder / "keyring.json"
     durableq.Keyring(keyring).create(KEY.removeprefix("alias/"))
     return Place(db, str(keyring), payload_dir, canaries, how)
+
+
+def _refused(db: str, payload_dir: Path) -> None:
+    """A payload store that is not a private folder of its own is refused, before any file is made."""
+    try:
+        durableq.open(db, payload_dir=payload_dir).close()
+    except durableq.InvalidParameterValue:
+        return
+    raise AssertionError(f"PAYLOAD STORE NOT REFUSED: durableq.open took payload_dir={payload_dir}")
 
 
 def create_queues(place: Place) -> None:

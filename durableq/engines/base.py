@@ -145,16 +145,16 @@ class ThreadSlot:
 C = TypeVar("C")
 
 
-#: A forked child's copies of its parent's connections: kept, never closed nor collected (collecting a
-#: SQLite connection closes it).  Closing one could hang (a thread of the parent may have held its
-#: lock at the fork: the child would wait for it forever) or end the parent's session.
+#: A forked child's copies of its parent's connections that it may not close: kept, never closed nor
+#: collected (collecting a SQLite connection closes it).  Closing one could hang (a thread of the
+#: parent may have held its lock at the fork: the child would wait for it forever) or end the
+#: parent's session.
 _inherited: list[object] = []
 
 
-def keep_inherited(copy: object) -> None:
-    """Keep a forked child's copy of a parent's connection (or None) referenced for good."""
-    if copy is not None:
-        _inherited.append(copy)
+def keep_inherited(copies: list[Any]) -> None:
+    """Keep a forked child's copies of its parent's connections referenced for good."""
+    _inherited.extend(copy for copy in copies if copy is not None)
 
 
 class PerThread(Generic[C]):
@@ -162,19 +162,24 @@ class PerThread(Generic[C]):
     die with their thread; so must the connection, or a server starting a thread per request would
     leak one each time), all closed by :meth:`close_all`.
 
-    Only the process that opened a connection ever closes it.  In a forked child CPython deletes
-    every other thread's state, and so fires their finalizers, *before* any fork handler runs
-    (:meth:`forget` comes too late): closing those copies would end the parent's PostgreSQL
-    sessions (a Terminate message on the shared socket) and is what SQLite forbids across a fork.
-    Nor may the child let them be collected (collecting a SQLite connection closes it): it keeps
-    them in :data:`_inherited`.
+    A connection is closed by its own thread when another thread is using it: closing a connection
+    under a statement of another thread crashes the process.  :meth:`close_all` closes the others at
+    once and leaves a busy one to its thread, which closes it at its next call (see
+    :meth:`close_mine`) or when it ends.
+
+    Only the process that opened a connection closes it this way.  In a forked child CPython deletes
+    every other thread's state, and so fires their finalizers, *before* any fork handler runs: those
+    copies are set aside, and :meth:`forget` hands them all to the engine, which knows whether it
+    may close them (see :mod:`.forks`).
     """
 
     def __init__(self, close: Callable[[C], None]) -> None:
         self._close = close
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._all: list[C] = []
+        self._all: list[tuple[C, int]] = []  # each connection with the thread it belongs to
+        self._busy: list[C] = []  # closed by a close_all while their thread used them: theirs to close
+        self._copies: list[C] = []  # in a forked child: the parent's, set aside by their finalizers
         self._pid = os.getpid()  # the process whose connections these are
 
     def __len__(self) -> int:
@@ -189,41 +194,55 @@ class PerThread(Generic[C]):
         """Make ``conn`` this thread's connection."""
         self._local.conn = conn
         self._local.slot = slot = ThreadSlot()
-        weakref.finalize(slot, self.release, conn)
+        # Not at exit: a daemon thread may be inside a statement on it then.
+        weakref.finalize(slot, self.release, conn).atexit = False
         with self._lock:
-            self._all.append(conn)
+            self._all.append((conn, threading.get_ident()))
         return conn
 
     def release(self, conn: C) -> None:
         """Close ``conn`` (once, whoever asks first: its thread's end, or a replacement)."""
         if os.getpid() != self._pid:
-            _inherited.append(conn)  # a forked child's copy (see the class): before the lock, which
+            self._copies.append(conn)  # a forked child's copy (see the class): before the lock, which
             return  # may be held forever
         with self._lock:
-            if conn not in self._all:
+            pair = next((pair for pair in self._all if pair[0] is conn), None)
+            if pair is not None:
+                self._all.remove(pair)
+            elif conn in self._busy:
+                self._busy.remove(conn)
+            else:
                 return
-            self._all.remove(conn)
         self._close(conn)
 
-    def close_all(self) -> None:
-        if os.getpid() != self._pid:
-            self.forget()  # a forked child's copies of its parent's: nothing of its own to close
-            return
-        with self._lock:
-            connections, self._all = self._all, []
-        for conn in connections:
-            self._close(conn)
-        self._local = threading.local()
+    def close_mine(self) -> None:
+        """Close this thread's connection if a :meth:`close_all` left it to this thread."""
+        conn = self.current()
+        if conn is not None:
+            del self._local.conn  # (its slot's finalizer, at the thread's end, then finds nothing)
+            self.release(conn)
 
-    def forget(self) -> None:
-        """In a forked child: keep the parent's connections unclosed (:data:`_inherited`) and start
-        afresh, the child's own connections to come.  The list goes first, so the finalizers that
-        dropping the thread-local values fires find nothing left to close."""
-        _inherited.extend(self._all)
-        self._all = []
+    def close_all(self, busy: Callable[[int], bool]) -> None:
+        """Close every connection but those whose thread is inside a call now (``busy(ident)``): their
+        threads close them (the database must refuse new calls first, so none starts meanwhile)."""
+        me = threading.get_ident()
+        with self._lock:
+            pairs, self._all = self._all, []
+            in_use = [conn for conn, owner in pairs if owner != me and busy(owner)]
+            self._busy.extend(in_use)
+        for conn, _ in pairs:
+            if not any(conn is used for used in in_use):
+                self._close(conn)
+
+    def forget(self) -> list[C]:
+        """In a forked child: let go of the parent's connections unclosed and start afresh, the
+        child's own connections to come; returns the copies for the engine to keep or close."""
+        copies = [conn for conn, _ in self._all] + self._busy + self._copies
+        self._all, self._busy, self._copies = [], [], []
         self._lock = threading.Lock()
         self._pid = os.getpid()
         self._local = threading.local()
+        return copies
 
 
 class Together:

@@ -100,16 +100,28 @@ def renew_in_child(owner: object, attribute: str = "_lock") -> None:
     _locks[owner] = attribute
 
 
+def inside(ident: int) -> bool:
+    """Is thread ``ident`` inside a use of a database now (of either engine)?"""
+    return ident in _depth
+
+
 def others_inside() -> list[int]:
     """The threads other than this one inside SQLite now."""
     me = threading.get_ident()
     return [ident for ident in list(_depth) if ident != me]
 
 
+#: In a forked child: whether the fork found no other thread inside, so that the copies of the
+#: parent's SQLite connections are idle and the child may (and must) close them.
+forked_between_calls = False
+
+
 def _before_fork() -> None:
+    global forked_between_calls
     with _fork.over:
         _fork.under_way = True
-    if _depth.get(threading.get_ident()):
+    forked_between_calls = not _depth.get(threading.get_ident())
+    if not forked_between_calls:
         return  # forking from inside: see the module
     started = warned = time.monotonic()
     while others_inside():

@@ -45,8 +45,8 @@ from ..errors import (
     InvalidParameterValue,
     UnsupportedOperation,
 )
-from . import watch
-from .base import Cursor, Params, PerThread
+from . import forks, watch
+from .base import Cursor, Params, PerThread, keep_inherited
 from .group import GroupStats
 from .location import redacted, scrubbed
 from .spelling import spell
@@ -246,6 +246,7 @@ class Database:
         """This thread's connection, opened on first use (and again if the server dropped it, or a
         statement of it was cut off half way: its state is unknown)."""
         if self._closed:
+            self._connections.close_mine()  # left to this thread by close(), if it was busy then
             raise BrokerClosed(f"{self.name}: the broker is closed")
         conn = self._connections.current()
         if conn is not None and not (conn.raw.closed or conn.raw.broken or conn.cut_off):
@@ -255,8 +256,8 @@ class Database:
         return self._connections.adopt(self.connect())
 
     def _forget_connections(self) -> None:
-        # A forked child must not use its parent's sockets: drop them unclosed (see below).
-        self._connections.forget()
+        # A forked child must not use its parent's sockets, nor close them (see below): kept.
+        keep_inherited(self._connections.forget())
         self._watching.forget()
 
     def is_driver_error(self, exc: BaseException) -> bool:
@@ -314,12 +315,17 @@ class Database:
     @contextmanager
     def statement(self) -> Iterator[Connection]:
         """This thread's connection for reads of one statement (autocommit)."""
-        yield self.conn
+        with forks.INSIDE:  # in use: close() leaves it to this thread (see base.PerThread)
+            yield self.conn
 
     @contextmanager
     def _transaction(self, begin: str, *, barrier: str | None = None) -> Iterator[Connection]:
         """``begin`` … ``COMMIT`` (with ``NOTIFY`` if rows changed) on this thread's connection.
         ``barrier``: a statement before ``begin`` that takes a session lock ``begin`` releases."""
+        with forks.INSIDE:  # in use: close() leaves it to this thread (see base.PerThread)
+            yield from self._transaction_inside(begin, barrier)
+
+    def _transaction_inside(self, begin: str, barrier: str | None) -> Iterator[Connection]:
         conn = self.conn
         changes = conn.changes
         # From the barrier's start to begin's end, the session lock may be held (even by a barrier
@@ -366,7 +372,7 @@ class Database:
     def close(self) -> None:
         self._closed = True
         self._watching.close()
-        self._connections.close_all()
+        self._connections.close_all(busy=forks.inside)
 
     # -- migrations ------------------------------------------------------------------------
 

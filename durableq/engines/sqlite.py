@@ -153,6 +153,7 @@ class Database:
     def conn(self) -> sqlite3.Connection:
         """This thread's connection, opened on first use and closed when the thread ends."""
         if self._closed:
+            self._connections.close_mine()  # left to this thread by close(), if it was busy then
             raise BrokerClosed(f"{self.path}: the broker is closed")
         conn = self._connections.current()
         return conn if conn is not None else self._connections.adopt(self.connect())
@@ -165,11 +166,20 @@ class Database:
             log.debug("closing a connection to %s failed", self.path, exc_info=True)
 
     def _forget_connections(self) -> None:
-        # A forked child must not use its parent's SQLite connections, nor close them: it keeps
-        # them unclosed (see .forks: the fork waited until no thread was inside SQLite).
-        self._connections.forget()
-        shared, self._shared = self._shared, None
-        keep_inherited(shared)
+        # A forked child must not use its parent's SQLite connections, and it must close them: the
+        # copies share SQLite's table of this process's file locks with the child's own connections,
+        # which, while a copy stays open, take no lock of their own on the file: another process would
+        # then checkpoint and delete the WAL under the child's commits.  The fork waited until no
+        # thread was inside SQLite (.forks), so every copy is idle and closing it touches nothing of
+        # the parent's.  Forked from inside a transaction, the child may not touch them: kept.
+        copies = [*self._connections.forget(), self._shared]
+        self._shared = None
+        if forks.forked_between_calls:
+            for copy in copies:
+                if copy is not None:
+                    self._close_connection(copy)
+        else:
+            keep_inherited(copies)
         self._watching.forget()  # nor its watcher thread, which did not come along
         self._gate.reset()  # nor its writer threads
 
@@ -180,7 +190,7 @@ class Database:
     def close(self) -> None:
         self._closed = True
         self._watching.close()
-        self._connections.close_all()
+        self._connections.close_all(busy=forks.inside)
         self._gate.when_free(self._close_shared)  # not under a batch still under way
 
     def _close_shared(self) -> None:

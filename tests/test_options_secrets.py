@@ -9,11 +9,6 @@ import durableq
 SECRET = "s3cr%65t"  # percent-encoded: libpq reads "s3cret"; neither spelling may show
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="OpenOptions is a dataclass with the generated repr: repr(broker.options) (and str, and so "
-    "any log line or error that formats it) shows the PostgreSQL URL's password",
-)
 @pytest.mark.parametrize(
     "url",
     [

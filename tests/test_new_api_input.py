@@ -10,16 +10,12 @@ import pytest
 import durableq
 
 
-@pytest.mark.xfail(
-    strict=True, reason="dead_letter_due reads .receive_count of whatever it is given: AttributeError"
-)
 @pytest.mark.parametrize("given", ["not a message", None, 3])
 def test_dead_letter_due_takes_a_message(queue: durableq.Queue, given: object) -> None:
     with pytest.raises((durableq.InvalidParameterValue, TypeError), match="message"):
         queue.dead_letter_due(given)  # type: ignore[arg-type]
 
 
-@pytest.mark.xfail(strict=True, reason="the keyring's os.stat raises a raw ValueError for a NUL byte")
 @pytest.mark.parametrize("keyring", ["keys\x00.json", "keys.json\x00"])
 def test_a_keyring_path_with_a_nul_byte_is_refused_clearly(db_path: Path, keyring: str) -> None:
     with pytest.raises(durableq.DurableQError, match="keyring"):

@@ -104,6 +104,8 @@ class Keyring:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise InvalidParameterValue(f"keyring must be a file path; got {type(path).__name__}")
+        if "\x00" in os.fspath(path):  # no file has such a name (os.stat would raise ValueError)
+            raise InvalidParameterValue(f"keyring {str(path)[:200]!r} is not a usable file name (a NUL byte)")
         self.path = Path(path)
         self._lock = threading.Lock()
         forks.renew_in_child(self)

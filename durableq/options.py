@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from . import limits
+from .engines.location import redacted
 from .errors import InvalidParameterValue
 from .keyring import Keyring
 from .ops import validation
 
 
-@dataclass(frozen=True, slots=True, init=False, eq=False)
+@dataclass(frozen=True, slots=True, init=False, eq=False, repr=False)
 class OpenOptions:
     """Everything :func:`durableq.open` was given, checked: the database (a SQLite file's path or a
     PostgreSQL URL), its durability, the busy timeout, the keyring (None: none), the payload store's
@@ -78,6 +79,14 @@ class OpenOptions:
         put(self, "keyring", ring)
         put(self, "payload_dir", None if payload_dir is None else Path(payload_dir))
         put(self, "clock", time.time if clock is None else clock)
+
+    def __repr__(self) -> str:
+        # Never the generated one: a PostgreSQL URL's password must not show (nor in a log line).
+        return (
+            f"OpenOptions({redacted(self.location)!r}, durability={self.durability!r}, "
+            f"busy_timeout={self.busy_timeout!r}, keyring={self.keyring!r}, "
+            f"payload_dir={self.payload_dir!r}, clock={self.clock!r})"
+        )
 
     def _compared(self) -> tuple[object, ...]:
         # A keyring is its file: two Keyring objects of one path open the same keys.

@@ -108,6 +108,10 @@ class Queue:
         receive, instead of returning it: it was received ``max_receive_count`` times and that queue
         exists.  None: its next receive returns it (as in SQS when the dead-letter queue is gone).
         The move itself happens inside that receive's transaction."""
+        if not isinstance(message, Message):
+            raise InvalidParameterValue(
+                f"message must be a received durableq.Message; got {type(message).__name__}"
+            )
         with self._rt.db.statement() as conn:
             return self._rt.dead_letters.due(conn, self._fresh(conn), message.receive_count)
 

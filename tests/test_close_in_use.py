@@ -60,11 +60,6 @@ _SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Broker.close() closes every thread's SQLite connection from the closing thread, also one "
-    "another thread is running a statement on: the process dies with SIGSEGV",
-)
 def test_closing_a_broker_while_threads_send_does_not_crash_the_process(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-c", _SCRIPT, str(tmp_path / "queue.db"), "normal", "20"],
@@ -111,12 +106,6 @@ _EXIT_SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="at exit, weakref.finalize's atexit hook runs every thread's connection finalizer "
-    "(PerThread.release), closing the connections of daemon threads still running statements: the "
-    "process often ends with SIGSEGV",
-)
 @pytest.mark.parametrize("durability", ["full", "normal"])
 def test_a_process_whose_daemon_threads_send_exits_cleanly(tmp_path: Path, durability: str) -> None:
     for attempt in range(20):  # it crashes in about a third of the exits

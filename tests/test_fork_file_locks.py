@@ -19,8 +19,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import durableq
 
 
@@ -49,13 +47,6 @@ def _child(queue: durableq.Queue, go: int, done: int, before: str, after: list[s
         os._exit(code)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a forked child keeps its copies of the parent's SQLite connections unclosed, so its own "
-    "connections take no POSIX lock on the file (SQLite's per-process lock table says the parent's "
-    "copies hold it): when the parent closes its broker, it deletes the WAL under the child, and the "
-    "child's acknowledged sends after that are lost",
-)
 def test_a_childs_sends_survive_its_parent_closing_the_broker(db_path: Path) -> None:
     after = [f"child after {i}" for i in range(5)]
     broker = durableq.open(db_path)
@@ -75,12 +66,6 @@ def test_a_childs_sends_survive_its_parent_closing_the_broker(db_path: Path) -> 
     assert {"parent", "child before", *after} <= _bodies(db_path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a forked child's connections hold no POSIX lock on the file (see the module): once its "
-    "parent is gone, any other process that opens and closes the file (a CLI command) deletes the "
-    "WAL under the child, and the child's acknowledged sends are lost",
-)
 def test_a_childs_sends_survive_another_process_opening_and_closing_the_file(db_path: Path) -> None:
     after = [f"child after {i}" for i in range(5)]
     go_read, go_write = os.pipe()

@@ -16,6 +16,7 @@ import click
 
 import durableq
 from durableq import limits
+from durableq.text import OneLineFormatter
 
 from .base import CommandFailed, open_queue, speaks
 from .output import json_option
@@ -23,8 +24,9 @@ from .output import json_option
 LOG_FORMAT = "%(asctime)s %(levelname)s %(processName)s %(message)s"
 
 
-class UtcLines(logging.Formatter):
-    """Log lines whose time is ISO 8601 in UTC, to the millisecond (as every time the CLI prints)."""
+class UtcLines(OneLineFormatter):
+    """Log lines whose time is ISO 8601 in UTC, to the millisecond (as every time the CLI prints), one
+    line per record whatever a handler's error text holds."""
 
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
         return datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")

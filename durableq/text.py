@@ -11,7 +11,10 @@ escapes it).
 
 from __future__ import annotations
 
-__all__ = ["printable"]
+import logging
+from typing import Any
+
+__all__ = ["OneLineFormatter", "printable"]
 
 
 def printable(text: object) -> str:
@@ -24,3 +27,22 @@ def printable(text: object) -> str:
     if value.isprintable():
         return value
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in value)
+
+
+class OneLineFormatter(logging.Formatter):
+    """A text log formatter of one line per record: the message through :func:`printable`, and the
+    lines of a traceback marked ``  | `` so that none of them reads as a record (the endpoint's log,
+    ``durableq worker``'s)."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return printable(super().formatMessage(record))
+
+    def formatException(self, ei: Any) -> str:
+        return _continued(super().formatException(ei))
+
+    def formatStack(self, stack_info: str) -> str:
+        return _continued(super().formatStack(stack_info))
+
+
+def _continued(text: str) -> str:
+    return "\n".join(f"  | {printable(line)}" for line in text.splitlines())

@@ -17,9 +17,8 @@ import datetime
 import json
 import logging
 import sys
-from typing import Any
 
-from durableq.text import printable
+from durableq.text import OneLineFormatter
 
 LOG_FORMATS = ("text", "json")
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -45,21 +44,8 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, default=str)
 
 
-class TextFormatter(logging.Formatter):
+class TextFormatter(OneLineFormatter):
     """:data:`TEXT_FORMAT`, one line per record (a traceback follows on lines marked ``  | ``)."""
-
-    def formatMessage(self, record: logging.LogRecord) -> str:
-        return printable(super().formatMessage(record))
-
-    def formatException(self, ei: Any) -> str:
-        return _continued(super().formatException(ei))
-
-    def formatStack(self, stack_info: str) -> str:
-        return _continued(super().formatStack(stack_info))
-
-
-def _continued(text: str) -> str:
-    return "\n".join(f"  | {printable(line)}" for line in text.splitlines())
 
 
 def configure(level: str = "INFO", log_format: str = "text") -> logging.Handler:

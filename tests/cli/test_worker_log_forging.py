@@ -6,19 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 import durableq
 from tests.cli.conftest import Run
 
 FORGED = "2026-01-01T00:00:00.000+00:00 INFO MainProcess job 00000000 done in 0.001 s"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the worker's text log writes a failed handler's error as it is: a line break in it (here "
-    "from a message body) forges a log line",
-)
 def test_a_handlers_error_text_cannot_forge_a_log_line(
     run: Run, broker: durableq.Broker, tmp_path: Path
 ) -> None:

@@ -106,7 +106,7 @@ class Keyring:
             raise InvalidParameterValue(f"keyring must be a file path; got {type(path).__name__}")
         if "\x00" in os.fspath(path):  # no file has such a name (os.stat would raise ValueError)
             raise InvalidParameterValue(f"keyring {str(path)[:200]!r} is not a usable file name (a NUL byte)")
-        self.path = Path(path)
+        self.path = Path(os.path.abspath(path))  # the same file after the working folder changes
         self._lock = threading.Lock()
         forks.renew_in_child(self)
         self._stamp: tuple[int, int, int] | None = None

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import limits
-from .engines.location import redacted
+from .engines.location import postgres_url, redacted
 from .errors import InvalidParameterValue
 from .keyring import Keyring
 from .ops import validation
@@ -73,11 +73,13 @@ class OpenOptions:
             raise InvalidParameterValue(f"payload_dir must be a folder path; got {given}")
         ring = keyring if isinstance(keyring, Keyring) or keyring is None else Keyring(keyring)
         put = object.__setattr__  # frozen: set once, here
-        put(self, "location", os.fspath(location))
+        # Paths absolute, as they name things now: a process whose working folder changes later (a
+        # daemon's does) must go on opening the same file, and so must the worker processes it starts.
+        put(self, "location", _absolute(location))
         put(self, "durability", durability)
         put(self, "busy_timeout", float(busy_timeout))
         put(self, "keyring", ring)
-        put(self, "payload_dir", None if payload_dir is None else Path(payload_dir))
+        put(self, "payload_dir", None if payload_dir is None else Path(_absolute(payload_dir)))
         put(self, "clock", time.time if clock is None else clock)
 
     def __repr__(self) -> str:
@@ -104,6 +106,16 @@ class OpenOptions:
     def __reduce__(self) -> tuple[Any, ...]:
         # The keyring as its path: a Keyring holds a lock and the keys it read, neither of which travels.
         return _rebuild, self._compared()
+
+
+def _absolute(path: str | os.PathLike[str]) -> str:
+    """A SQLite file's (or a folder's) path made absolute; a PostgreSQL URL as it is."""
+    text = os.fspath(path)
+    if not isinstance(text, str) or postgres_url(text):
+        return str(text)
+    if "\x00" in text:
+        raise InvalidParameterValue(f"path {text[:200]!r} is not a usable file name (a NUL byte)")
+    return os.path.abspath(text)
 
 
 def _rebuild(

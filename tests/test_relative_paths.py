@@ -41,12 +41,6 @@ def _in_thread(call: object) -> object:
     return outcome[0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the relative path is kept as given: a thread that opens its connection after the working "
-    "folder changed opens (and creates) another file there; its send fails with 'no such table', or "
-    "goes to another database",
-)
 def test_a_relative_path_keeps_naming_the_file_opened_after_a_chdir(in_folder: Path) -> None:
     with durableq.open("queue.db", durability="normal") as broker:
         queue = broker.create_queue("jobs")
@@ -58,11 +52,6 @@ def test_a_relative_path_keeps_naming_the_file_opened_after_a_chdir(in_folder: P
     assert not (in_folder / "elsewhere" / "queue.db").exists(), "a second database was made"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the payload store beside a relative path is relative too: after a chdir its files are "
-    "looked for (and new ones written) in another folder, and a stored message reads as 'gone'",
-)
 def test_the_payload_store_beside_a_relative_path_stays_where_it_was(in_folder: Path) -> None:
     with durableq.open("queue.db", durability="normal") as broker:
         queue = broker.create_queue("jobs", large_payloads=True, maximum_message_size=1024)

@@ -13,8 +13,10 @@ resolved send is exactly as durable as ``Queue.send``.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
@@ -71,6 +73,20 @@ class BufferedQueue:
         self._inbox_lock = threading.Lock()
         self._timer = threading.Thread(target=self._flush_when_due, name="durableq-buffer", daemon=True)
         self._timer.start()
+        _open_buffers.add(self)
+
+    def _forked(self) -> None:
+        """In a forked child: what is buffered and prefetched is the parent's (its calls, its messages
+        in flight), and the parent's locks and timer thread did not come along.  Start empty."""
+        self._wake = threading.Condition()
+        self._timer_idle = False
+        for outbox in self._outboxes:
+            outbox.forked()
+        self._inbox = deque()
+        self._inbox_lock = threading.Lock()
+        if not self._closed:
+            self._timer = threading.Thread(target=self._flush_when_due, name="durableq-buffer", daemon=True)
+            self._timer.start()
 
     def __enter__(self) -> BufferedQueue:
         return self
@@ -267,6 +283,13 @@ class _Outbox(Generic[C, T]):
             self._started()
         return future
 
+    def forked(self) -> None:
+        """In a forked child: the buffered calls are the parent's to send; the locks are new."""
+        self._items = []
+        self._since = None
+        self._lock = threading.Lock()
+        self._sending = threading.Lock()
+
     def due(self) -> float | None:
         """When the buffered calls must leave (monotonic seconds), if there are any."""
         since = self._since
@@ -333,3 +356,15 @@ def _error(code: str, message: str) -> DurableQError:
     if isinstance(kind, type) and issubclass(kind, DurableQError):
         return kind(message)
     return DurableQError(message)
+
+
+#: Every BufferedQueue of this process, for the fork handler below.
+_open_buffers: weakref.WeakSet[BufferedQueue] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for buffer in list(_open_buffers):
+        buffer._forked()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

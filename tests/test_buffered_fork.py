@@ -9,8 +9,6 @@ import faulthandler
 import json
 import os
 
-import pytest
-
 import durableq
 
 
@@ -39,11 +37,6 @@ def _in_child(work: object) -> object:
     return json.loads(said)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a forked child keeps its parent's prefetched messages in its BufferedQueue and hands them "
-    "out: the same message, in its visibility window, goes to a consumer in each process",
-)
 def test_a_child_never_hands_out_the_messages_its_parent_prefetched(broker: durableq.Broker) -> None:
     queue = broker.create_queue("jobs")
     for n in range(3):
@@ -58,11 +51,6 @@ def test_a_child_never_hands_out_the_messages_its_parent_prefetched(broker: dura
     buffered.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a forked child's BufferedQueue holds the calls its parent buffered: its flush (or close) "
-    "sends them too, and every such send is stored twice",
-)
 def test_a_child_never_sends_the_calls_its_parent_buffered(broker: durableq.Broker) -> None:
     queue = broker.create_queue("jobs")
     buffered = durableq.BufferedQueue(queue, max_wait=60)
@@ -73,11 +61,6 @@ def test_a_child_never_sends_the_calls_its_parent_buffered(broker: durableq.Brok
     assert [m.body for m in queue.peek(limit=10)] == ["once"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the BufferedQueue's timer thread did not come along into the forked child: a partial batch "
-    "there never leaves, and its future never resolves",
-)
 def test_a_childs_buffered_send_leaves_within_max_wait(broker: durableq.Broker) -> None:
     queue = broker.create_queue("jobs")
     buffered = durableq.BufferedQueue(queue, max_wait=0.05)

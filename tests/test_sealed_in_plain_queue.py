@@ -7,20 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 import durableq
 from durableq import RedrivePolicy
 
 from .conftest import FakeClock, payload_dir
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a receive from a plaintext queue that holds a sealed message fails whole with "
-    "KmsAccessDenied for a broker without a keyring: the plain messages of that queue (new ones too) "
-    "can never be received by it, and none of its receives counts towards a redrive",
-)
 def test_a_plaintext_dead_letter_queue_stays_readable_without_a_keyring(
     target: str, db_path: Path, clock: FakeClock, tmp_path: Path
 ) -> None:

@@ -76,10 +76,11 @@ class Opener:
         self.store = store
 
     def messages(self, conn: Connection, rows: Sequence[Sequence[Any]]) -> list[Message]:
-        """The Messages of rows of :data:`COLUMNS`, in order, inside the receive's transaction.  A broker
-        without a keyring fails on a sealed row (KmsAccessDenied: the receive takes nothing); one with a
-        keyring hands out each row it cannot open flagged (see the module's docstring), so one message
-        never blocks the others."""
+        """The Messages of rows of :data:`COLUMNS`, in order, inside the receive's transaction: each row
+        this broker cannot open is handed out flagged (see the module's docstring), so one message never
+        blocks the others.  (A broker that can open no message of an encrypting queue was refused the
+        receive before it claimed anything: ``Sealer.require_keys``.  A sealed row that reached a plain
+        queue, by a dead-letter move or a move task, is that one message's trouble.)"""
         keys: dict[int, AESGCM | DurableQError] = {}  # the rows of a receive mostly share a data key
         return [self._message(conn, row, keys) for row in rows]
 
@@ -109,12 +110,10 @@ class Opener:
 
     def _key(self, conn: Connection, data_key_id: int) -> AESGCM | DurableQError:
         """Data key ``data_key_id``, or why this broker cannot have it (kept for the receive's other
-        rows under it).  Without a keyring it raises: that is the consumer's trouble, not the message's."""
+        rows under it)."""
         try:
             return self.sealer.aead(conn, data_key_id)
         except UNOPENABLE as exc:
-            if self.sealer.keyring is None:
-                raise
             return exc
 
 

@@ -314,8 +314,8 @@ class Queue:
                     )
             with rt.db.write() as conn:
                 (result,) = send.insert(conn, self._fresh(conn), [item], rt.now_ms(), rt.counters, rt.sealer)
-        except BaseException:
-            self._abandon([item])
+        except DurableQError:  # the write did not happen (an interrupt may come while it commits:
+            self._abandon([item])  # then the orphan sweep decides, once the file is old enough)
             raise
         if isinstance(result, DurableQError):
             self._abandon([item])
@@ -359,7 +359,7 @@ class Queue:
                 outcomes = send.insert(
                     conn, self._fresh(conn), valid, rt.now_ms(), rt.counters, rt.sealer, self._virtual
                 )
-        except BaseException:
+        except DurableQError:  # the batch was not written (after an interrupt: the orphan sweep decides)
             self._abandon(valid)
             raise
         self._abandon([item for item, outcome in zip(valid, outcomes) if isinstance(outcome, DurableQError)])

@@ -30,12 +30,6 @@ def broker(db_path: Path, clock: FakeClock) -> Iterator[durableq.Broker]:
         yield opened
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a large-payload send interrupted while it waits for its batch's COMMIT removes its payload "
-    "file (Payloads.abandon looks for the row on the thread's own connection, where the batch's "
-    "uncommitted row does not show), then the batch commits the row: a message whose payload is gone",
-)
 def test_an_interrupted_grouped_send_leaves_no_row_without_its_payload(
     broker: durableq.Broker, clock: FakeClock
 ) -> None:

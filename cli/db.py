@@ -130,11 +130,11 @@ def backup(dest: Path, as_json: bool) -> None:
     \b
       durableq backup /backups/queue-$(date +%F).db
     """
-    broker = open_broker()
-    written = broker.backup(dest)
+    written = open_broker().backup(dest)
     size = written.stat().st_size
-    text = f"backed up {broker.location} to {written} ({size:,} bytes)"
-    emit(as_json, {"source": broker.location, "backup": written, "bytes": size}, text)
+    source = redacted(db_location())  # as the user named it (the broker's location is absolute)
+    text = f"backed up {source} to {written} ({size:,} bytes)"
+    emit(as_json, {"source": source, "backup": written, "bytes": size}, text)
 
 
 COMMANDS = [init, db_group, backup]

@@ -19,6 +19,7 @@ import pytest
 
 import durableq
 from durableq import limits
+from durableq.ops.payload_owner import MARKER
 
 from .conftest import FakeClock, payload_dir, sql_rows, sql_run
 
@@ -205,7 +206,9 @@ def test_a_new_payload_folder_is_private_and_a_file_is_refused(
     with _open(target, clock, store) as broker:
         broker.create_queue("big", large_payloads=True).send("n" * BIG)
     assert store.stat().st_mode & 0o777 == limits.PAYLOAD_DIR_MODE
-    assert all(p.stat().st_mode & 0o777 == limits.PAYLOAD_DIR_MODE for p in store.iterdir())
+    folders = [p for p in store.iterdir() if p.name != MARKER]
+    assert all(p.stat().st_mode & 0o777 == limits.PAYLOAD_DIR_MODE for p in folders)
+    assert (store / MARKER).stat().st_mode & 0o777 == 0o600  # the database it serves
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a folder to another user")

@@ -9,17 +9,9 @@ import os
 import time
 from pathlib import Path
 
-import pytest
-
 import durableq
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="nothing ties a payload store to its database: a second database opened with the same "
-    "payload_dir sweeps the first one's payload files as orphans (no row of its own names them), and "
-    "the first database's acknowledged message reads as 'gone'",
-)
 def test_a_store_shared_by_two_databases_never_loses_either_ones_payloads(tmp_path: Path) -> None:
     store = tmp_path / "payloads"
     body = "x" * 5_000

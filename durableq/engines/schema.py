@@ -236,6 +236,14 @@ payload_trash = Table(
     sqlite_with_rowid=False,
 )
 
+# The database's identity (revision 0008): one random id, made by the migration, that its payload
+# store is bound to (ops/payload_owner.py), so that two databases never share one store.
+database_identity = Table(
+    "database_identity",
+    metadata,
+    Column("id", Text, primary_key=True),
+)
+
 message_moves = Table(
     "message_moves",
     metadata,

@@ -32,6 +32,7 @@ from typing import BinaryIO
 from .. import limits
 from ..engines.files import fsync_path
 from ..errors import DatabaseError, DatabaseFull, DatabaseReadOnly, InvalidParameterValue, MessageCorrupt
+from .payload_owner import Owner
 
 log = logging.getLogger(__name__)
 
@@ -127,8 +128,9 @@ class Folder:
     """The store's folder at ``root``: opened afresh (and checked) by every operation, which then works
     only relative to the descriptors of its folders."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, owner: Owner | None = None) -> None:
         self.root = root
+        self._owner = owner  # the database the folder must serve (payload_owner.py)
 
     def exists(self) -> bool:
         """Is there anything at the root (a link too: using it says why it is refused)?"""
@@ -161,6 +163,11 @@ class Folder:
             return
         try:
             _check_private(self.root, os.fstat(fd))
+            if self._owner is not None:
+                try:
+                    self._owner.check(fd, self.root)
+                except OSError as exc:
+                    raise self.failed(exc, f"marking the folder {self.root}") from exc
             if made:  # its entry must be durable before any file in it is named by a row
                 try:
                     fsync_path(self.root.parent)

@@ -50,6 +50,7 @@ from ..engines import forks
 from ..engines.base import Database
 from ..errors import DatabaseError, DurableQError, InvalidParameterValue, MessageCorrupt
 from .payload_folder import Folder
+from .payload_owner import Owner
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,7 @@ _CHUNK = limits.PAYLOAD_CHUNK_SIZE
 _TRASH_BATCH = 500
 _TRASH = "SELECT ref FROM payload_trash LIMIT ?"
 _FORGET = "DELETE FROM payload_trash WHERE ref = ?"
+_IDENTITY = "SELECT id FROM database_identity"
 _NAMED = "SELECT 1 FROM messages WHERE payload_ref = ? LIMIT 1"
 #: How often a broker whose file has no payload store looks whether another process made one.
 _RECHECK = 1.0
@@ -93,9 +95,9 @@ class PayloadStore:
     """The payload files: ``AB/ABCD…`` for a payload named ``ABCD…``, and ``tmp/`` (``payload_folder``
     keeps the folder's rules)."""
 
-    def __init__(self, root: Path | None) -> None:
+    def __init__(self, root: Path | None, owner: Owner | None = None) -> None:
         self._root = root
-        self.folder = None if root is None else Folder(root)
+        self.folder = None if root is None else Folder(root, owner)
 
     @property
     def configured(self) -> bool:
@@ -268,12 +270,18 @@ class Payloads:
 
     def __init__(self, db: Database, root: Path | None) -> None:
         self._db = db
-        self.store = PayloadStore(root)
+        self.store = PayloadStore(root, Owner(self._identity))
         self._lock = threading.Lock()  # one reclaim at a time
         forks.renew_in_child(self)
         self._active = self.store.folder is not None and self.store.folder.exists()
         self._looked = time.monotonic()
         self._swept = 0.0  # monotonic time of the last orphan sweep (0: never)
+
+    def _identity(self) -> str:
+        """The database's identity, which its store must name (see ``payload_owner``)."""
+        with self._db.statement() as conn:
+            (identity,) = conn.execute(_IDENTITY).fetchone()
+        return str(identity)
 
     @property
     def root(self) -> Path | None:

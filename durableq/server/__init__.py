@@ -55,10 +55,11 @@ _BACKLOG = 2_048
 class Server:
     """A running endpoint: ``url`` to give clients, ``shutdown()`` to stop it and close the file."""
 
-    def __init__(self, url: str, broker: durableq.Broker, runner: Runner) -> None:
+    def __init__(self, url: str, broker: durableq.Broker, runner: Runner, db: str) -> None:
         self._url = url
         self._broker = broker
         self._runner: Runner | None = runner
+        self._db = db
 
     @property
     def url(self) -> str:
@@ -66,8 +67,8 @@ class Server:
 
     @property
     def db(self) -> str:
-        """The database the endpoint serves (a SQLite file's path, or a PostgreSQL URL)."""
-        return self._broker.location
+        """The database the endpoint serves, as it was named (a SQLite file's path, or a PostgreSQL URL)."""
+        return self._db
 
     def shutdown(self) -> None:
         """Stop serving, then close the port and the database.
@@ -160,7 +161,7 @@ def serve(
     except BaseException:
         broker.close()
         raise
-    return Server(url, broker, runner)
+    return Server(url, broker, runner, os.fspath(db))
 
 
 def announce(server: Server) -> None:

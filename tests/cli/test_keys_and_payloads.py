@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from durableq.cli import main
 
 import durableq
+from durableq.ops.payload_owner import MARKER
 
 from ..conftest import payload_dir, sql_rows
 from .conftest import Run
@@ -378,7 +379,7 @@ def test_the_payload_dir_option_and_variable(
         in run("--payload-dir", str(store), "queue", "show", "scans").stdout
     )
     run("--payload-dir", str(store), "send", "scans", "--payload", str(blob))
-    stored = [p for p in store.rglob("*") if p.is_file()]
+    stored = [p for p in store.rglob("*") if p.is_file() and p.name != MARKER]
     assert len(stored) == 1 and stored[0].stat().st_size >= PAYLOAD_SIZE
     assert not Path(f"{db}.payloads").exists()
     out = tmp_path / "out"

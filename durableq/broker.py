@@ -21,6 +21,7 @@ from .errors import DurableQError, InvalidParameterValue
 from .keyring import Keyring
 from .limits import DEFAULT, _Default
 from .ops import audit, history, payload_folder, queue_rows, settings, validation
+from .ops.deletion import DELETE_QUEUE
 from .ops.runtime import Runtime
 from .options import OpenOptions
 from .queue import Queue
@@ -160,7 +161,7 @@ class Broker:
         pending counters, close its connections."""
         for name in self._rt.keeper.held():
             try:
-                TemporaryQueue(self._rt, name, name.endswith(limits.FIFO_SUFFIX)).delete_queue()
+                self._rt.keeper.end(name)
             except DurableQError:  # the file refuses (locked, full): the queue is reaped when idle
                 log.warning("could not delete temporary queue %s on close", name, exc_info=True)
         self._rt.close()
@@ -310,9 +311,7 @@ class Broker:
     def reap_idle_queues(self) -> list[str]:
         """Delete every temporary queue idle for its idle timeout now (brokers also do this on their
         own, at most every 10 s); returns their names."""
-        reaped = self._rt.keeper.reap(self._rt.now_ms())
-        self._rt.payloads.settle()
-        return reaped
+        return self._rt.keeper.reap(self._rt.now_ms())
 
     def get_queue(self, name: str) -> Queue:
         """The queue called ``name``; QueueDoesNotExist if there is none."""
@@ -328,15 +327,10 @@ class Broker:
         with self._rt.db.read() as conn:
             return queue_rows.list_names(conn, prefix)
 
-    @audit.audited("DeleteQueue", lambda self, name=None, *args, **kwargs: name)
+    @audit.audited(DELETE_QUEUE, lambda self, name=None, *args, **kwargs: name)
     def delete_queue(self, name: str) -> None:
         """Delete a queue and its messages; the name can be used again at once."""
-        validation.queue_name(name)
-        with self._rt.db.write() as conn:
-            queue_rows.delete(conn, queue_rows.load(conn, name))
-            audit.record(conn, self._rt.now_ms(), "DeleteQueue", name)
-        self._rt.catalog.forget(name)
-        self._rt.payloads.settle()
+        self._rt.deleter.delete(name)
 
     def dead_letter_source_queues(self, name: str) -> list[str]:
         """Queues whose redrive policy names ``name`` as their dead-letter queue."""

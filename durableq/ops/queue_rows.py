@@ -150,25 +150,6 @@ def list_names(conn: Connection, prefix: str) -> list[str]:
     return [name for (name,) in rows]
 
 
-#: Tables whose rows belong to one queue and go when it is deleted (and its history: history.forget).
-_QUEUE_OWNED = (
-    "messages",
-    "tags",
-    "queue_metrics",
-    "fifo_groups",
-    "fifo_deduplication",
-    "receive_attempts",
-)
-
-
-def delete(conn: Connection, queue: QueueConfig) -> None:
-    for table in _QUEUE_OWNED:
-        conn.execute(f"DELETE FROM {table} WHERE queue_id = ?", (queue.id,))
-    history.forget(conn, queue)
-    conn.execute("DELETE FROM queues WHERE id = ?", (queue.id,))
-    changed(conn)
-
-
 def purge(conn: Connection, queue: QueueConfig, now: int) -> int:
     """Remove every message (and what FIFO remembers of them); returns how many."""
     history.record_where(conn, queue, now, history.PURGED, "queue_id = :queue_id", {"queue_id": queue.id})

@@ -10,6 +10,7 @@ from ..engines.base import Database
 from ..errors import InvalidParameterValue
 from ..options import OpenOptions
 from .counters import Counters
+from .deletion import QueueDeleter
 from .messages import Opener
 from .moves import MoveTasks
 from .payloads import Payloads
@@ -46,7 +47,8 @@ class Runtime:
             real_clock=clock is time.time,
         )
         self.moves = MoveTasks(db, self.now_ms, self.counters, self.sealer)
-        self.keeper = Keeper(db, self.now_ms, self.catalog, self.counters)
+        self.deleter = QueueDeleter(db, self.now_ms, self.catalog, self.payloads)
+        self.keeper = Keeper(db, self.now_ms, self.counters, self.deleter)
 
     def now_ms(self) -> int:
         """The broker clock in epoch milliseconds, the database's unit of time."""

@@ -12,22 +12,8 @@ from typing import Any, BinaryIO
 from . import limits
 from .engines.base import Connection, Database
 from .errors import BatchRequestTooLong, DurableQError, InvalidParameterValue
-from .ops import (
-    audit,
-    batch,
-    history,
-    peek,
-    permissions,
-    queue_rows,
-    replies,
-    send,
-    settings,
-    stats,
-    validation,
-    visibility,
-)
+from .ops import audit, batch, queue_calls, queue_rows, replies, send, validation, visibility
 from .ops import offload as offloading  # (`offload` is a keyword of send)
-from .ops.counters import PURGED
 from .ops.runtime import Runtime
 from .ops.send import Outgoing
 from .options import OpenOptions
@@ -100,42 +86,27 @@ class Queue:
 
     def attributes(self) -> dict[str, Any]:
         """The queue's settings, and when it was created and last changed."""
-        with self._rt.db.statement() as conn:
-            return settings.attributes(self._fresh(conn))
+        return queue_calls.attributes(self._rt, self._name)
 
     def dead_letter_due(self, message: Message) -> RedrivePolicy | None:
         """The redrive policy that moves ``message`` (as received) to its dead-letter queue at its next
         receive, instead of returning it: it was received ``max_receive_count`` times and that queue
         exists.  None: its next receive returns it (as in SQS when the dead-letter queue is gone).
         The move itself happens inside that receive's transaction."""
-        with self._rt.db.statement() as conn:
-            return self._rt.dead_letters.due(conn, self._fresh(conn), message.receive_count)
+        return queue_calls.dead_letter_due(self._rt, self._name, message)
 
     @audit.audited("SetQueueAttributes", _this_queue)
     def set_attributes(self, /, **changes: Any) -> None:
         """Change settings (the keyword names of ``create_queue``, except ``fifo`` and ``tags``)."""
-        with self._rt.db.write() as conn:
-            now = self._rt.now_ms()
-            settings.update(conn, self._fresh(conn), changes, now)
-            audit.record(conn, now, "SetQueueAttributes", self._name, detail={"attributes": sorted(changes)})
-        self._rt.catalog.forget(self._name)
+        queue_calls.set_attributes(self._rt, self._name, changes)
 
     def stats(self) -> QueueStats:
         """Approximate depth by state and the age of the oldest message; reads no full table."""
-        with self._rt.db.write() as conn:
-            queue = self._fresh(conn)
-            now = self._rt.now_ms()
-            self._rt.sweeper.maybe_sweep(conn, queue, now)
-            result = stats.queue_stats(conn, queue, now)
-        self._rt.payloads.settle()  # the files of messages the sweep removed
-        return result
+        return queue_calls.queue_stats(self._rt, self._name)
 
     def metrics(self, since: datetime | None = None) -> list[MinuteMetrics]:
         """Per-minute counters (sent, received, deleted, moved, expired, empty receives), oldest first."""
-        start = 0 if since is None else validation.moment("since", since)
-        self._rt.counters.flush()  # so this process sees its own latest counts
-        with self._rt.db.read() as conn:
-            return stats.minute_metrics(conn, self._fresh(conn), start)
+        return queue_calls.metrics(self._rt, self._name, since)
 
     def events(
         self,
@@ -148,76 +119,47 @@ class Queue:
         sent, received, visibility_changed, deleted, moved_to_dead_letter, moved_out, moved_in, expired,
         purged.  ``since``: from that time on; ``after``: events whose ``event_id`` is above it (to
         resume); at most ``limit`` (1-100,000)."""
-        start = None if since is None else validation.moment("since", since)
-        if after is not None:
-            validation.integer("after", after, 0, limits.MAX_EVENT_ID, "(an event_id)")
-        validation.integer("limit", limit, 1, limits.MAX_EVENT_LIMIT, "events")
-        with self._rt.db.settled_read() as conn:  # so that resuming after an id misses none
-            return history.events(conn, queue=self._fresh(conn), since=start, after=after or 0, limit=limit)
+        return queue_calls.events(self._rt, self._name, since, after, limit)
 
     def peek(self, *, state: str | None = None, limit: int = limits.DEFAULT_PEEK) -> list[PeekedMessage]:
         """Look at messages (oldest first) without receiving them: nothing about them changes.
 
         ``state`` is ``"visible"``, ``"in_flight"``, ``"delayed"`` or None for all.
         """
-        with self._rt.db.read() as conn:
-            return peek.peek(conn, self._fresh(conn), state, limit, self._rt.now_ms(), self._rt.sealer)
+        return queue_calls.peek_messages(self._rt, self._name, state, limit)
 
     @audit.audited("AddPermission", _this_queue)
     def add_permission(
         self, label: str, account_ids: Sequence[str], actions: Sequence[str], *, resource: str | None = None
     ) -> None:
         """Add a statement to the queue's access policy (kept for SQS clients, not enforced)."""
-        with self._rt.db.write() as conn:
-            queue = self._fresh(conn)
-            now = self._rt.now_ms()
-            permissions.add(conn, queue, label, account_ids, actions, resource or queue.name, now)
-            audit.record(conn, now, "AddPermission", self._name, detail={"label": label})
-        self._rt.catalog.forget(self._name)
+        queue_calls.add_permission(self._rt, self._name, label, account_ids, actions, resource)
 
     @audit.audited("RemovePermission", _this_queue)
     def remove_permission(self, label: str) -> None:
         """Remove the access-policy statement named ``label``."""
-        with self._rt.db.write() as conn:
-            now = self._rt.now_ms()
-            permissions.remove(conn, self._fresh(conn), label, now)
-            audit.record(conn, now, "RemovePermission", self._name, detail={"label": label})
-        self._rt.catalog.forget(self._name)
+        queue_calls.remove_permission(self._rt, self._name, label)
 
     @audit.audited("PurgeQueue", _this_queue)
     def purge(self) -> None:
         """Remove every message, in every state, and forget FIFO deduplication ids."""
-        rt = self._rt
-        with rt.db.write() as conn:
-            now = rt.now_ms()
-            purged = queue_rows.purge(conn, self._fresh(conn), now)
-            audit.record(conn, now, "PurgeQueue", self._name, detail={"purged": purged})
-        if purged:
-            rt.counters.add(self._name, now, PURGED, purged)
-        rt.payloads.settle()
+        queue_calls.purge(self._rt, self._name)
 
     # -- tags -------------------------------------------------------------------
 
     @audit.audited("TagQueue", _this_queue)
     def tag(self, /, **tags: str) -> None:
         """Add or replace tags (key 1-128 characters, value 0-256, at most 50 per queue)."""
-        with self._rt.db.write() as conn:
-            queue_rows.set_tags(conn, self._fresh(conn), tags)
-            audit.record(conn, self._rt.now_ms(), "TagQueue", self._name, detail={"keys": sorted(tags)})
+        queue_calls.tag(self._rt, self._name, tags)
 
     @audit.audited("UntagQueue", _this_queue)
     def untag(self, *keys: str) -> None:
         """Remove tags; keys that are not there are ignored."""
-        with self._rt.db.write() as conn:
-            queue_rows.remove_tags(conn, self._fresh(conn), keys)
-            audit.record(
-                conn, self._rt.now_ms(), "UntagQueue", self._name, detail={"keys": sorted(map(str, keys))}
-            )
+        queue_calls.untag(self._rt, self._name, keys)
 
     def tags(self) -> dict[str, str]:
         """The queue's tags."""
-        with self._rt.db.statement() as conn:
-            return queue_rows.get_tags(conn, self._fresh(conn))
+        return queue_calls.tags(self._rt, self._name)
 
     # -- messages ---------------------------------------------------------------
 

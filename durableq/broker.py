@@ -271,7 +271,7 @@ class Broker:
             detail: dict[str, Any] = {"created": created}
             if idle_timeout is not None:
                 detail["idle_timeout"] = idle_timeout
-            audit.record(conn, now, "CreateQueue", name, detail=detail)
+            audit.succeeded(conn, now, detail, queue=name)
         return created
 
     @audit.audited("CreateQueue", lambda self, prefix="tmp", *args, **kwargs: prefix)

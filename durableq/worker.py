@@ -25,6 +25,7 @@ from .errors import BrokerClosed, DurableQError, InvalidParameterValue, QueueDoe
 from .ops import validation
 from .queue import Queue
 from .types import Message, RedrivePolicy
+from .virtual import VirtualQueue
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +75,7 @@ class Worker:
 
     def __init__(
         self,
-        queue: Queue,
+        queue: Queue | VirtualQueue,
         handler: Handler,
         *,
         concurrency: int = limits.DEFAULT_CONCURRENCY,

@@ -152,15 +152,16 @@ class _HasRuntime(Protocol):
 P = ParamSpec("P")
 R = TypeVar("R")
 S = TypeVar("S", bound=_HasRuntime)
-#: Where :func:`audited` keeps a method's action and queue picker, for :func:`cover_overrides`.
+#: Where :func:`audited` keeps a method's action, for :func:`action_of`.
 _AUDITED = "__durableq_audited__"
 
 
 def audited(
     action: str, queue: Callable[..., object]
 ) -> Callable[[Callable[Concatenate[S, P], R]], Callable[Concatenate[S, P], R]]:
-    """A public management method whose refusals are recorded (its success is recorded by the
-    operation, inside its transaction).  ``queue`` picks the queue's name from the call's arguments."""
+    """A public management method: the one declaration of its ``action``.  Its refusals are recorded
+    here; its success by the operation it calls (:func:`succeeded`, inside the operation's
+    transaction).  ``queue`` picks the queue's name from the call's arguments."""
 
     def wrap(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
         @functools.wraps(method)
@@ -169,22 +170,16 @@ def audited(
             with management_call(db, clock_ms, action, queue(self, *args, **kwargs)):
                 return method(self, *args, **kwargs)
 
-        setattr(call, _AUDITED, (action, queue))
+        setattr(call, _AUDITED, action)
         return call
 
     return wrap
 
 
-def cover_overrides(cls: type) -> None:
-    """Audit a subclass's own version of an audited method as the method it replaces (a virtual
-    queue refuses the management calls of its host queue: each refusal is still a refused call)."""
-    for name, member in list(vars(cls).items()):
-        if not callable(member) or hasattr(member, _AUDITED):
-            continue
-        replaced = next((vars(base)[name] for base in cls.__mro__[1:] if name in vars(base)), None)
-        marked = getattr(replaced, _AUDITED, None)
-        if marked is not None:
-            setattr(cls, name, audited(*marked)(member))
+def action_of(method: object) -> str | None:
+    """The action an :func:`audited` method declares (None: it is not a management call)."""
+    action = getattr(method, _AUDITED, None)
+    return action if isinstance(action, str) else None
 
 
 def events(

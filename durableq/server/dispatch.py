@@ -44,7 +44,7 @@ class PendingReceive:
     """A ReceiveMessage whose request is checked, to be awaited on the event loop."""
 
     protocol: WireProtocol
-    queue: durableq.Queue
+    queue: durableq.Queue | durableq.VirtualQueue
     keywords: dict[str, Any]
     view: ReceiveView
     request_id: str

@@ -158,9 +158,9 @@ class Broker:
     def close(self) -> None:
         """Stop this broker's move-task runners, delete the temporary queues it holds, write its
         pending counters, close its connections."""
-        for name in self._rt.keeper.held():
+        for name in self._rt.temporary_queues.held():
             try:
-                self._rt.keeper.end(name)
+                self._rt.temporary_queues.end(name)
             except DurableQError:  # the file refuses (locked, full): the queue is reaped when idle
                 log.warning("could not delete temporary queue %s on close", name, exc_info=True)
         self._rt.close()
@@ -268,7 +268,7 @@ class Broker:
     def reap_idle_queues(self) -> list[str]:
         """Delete every temporary queue idle for its idle timeout now (brokers also do this on their
         own, at most every 10 s); returns their names."""
-        return self._rt.keeper.reap(self._rt.now_ms())
+        return self._rt.temporary_queues.reap(self._rt.now_ms())
 
     def get_queue(self, name: str) -> Queue:
         """The queue called ``name``; QueueDoesNotExist if there is none."""

@@ -22,7 +22,7 @@ class TemporaryQueue(Queue):
 
     def delete_queue(self) -> None:
         """Delete the queue and its messages now (nothing if it is already gone)."""
-        self._rt.keeper.end(self.name)
+        self._rt.temporary_queues.end(self.name)
 
     def __enter__(self) -> TemporaryQueue:
         return self

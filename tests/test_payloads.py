@@ -324,7 +324,7 @@ def test_reaping_an_idle_queue_removes_its_files(broker: durableq.Broker, clock:
     """... and the reaping of an idle temporary queue (here on a management call, as any broker does)."""
     idle = broker.temporary_queue("idle", idle_timeout=60, large_payloads=True)
     idle.send("b" * BIG)
-    broker._rt.keeper.release(idle.name)  # as if its holder were gone: no more heartbeats
+    broker._rt.temporary_queues.release(idle.name)  # as if its holder were gone: no more heartbeats
     clock.advance(200)
     assert broker.list_queues() == []  # reaped on the way
     assert payload_files(broker) == []

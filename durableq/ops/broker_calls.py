@@ -36,7 +36,7 @@ def create(
     checked_tags = validation.tags(tags) if tags else {}
     if len(checked_tags) > limits.MAX_TAGS:
         raise InvalidParameterValue(f"a queue holds at most {limits.MAX_TAGS} tags; got {len(checked_tags)}")
-    rt.keeper.maybe_reap()
+    rt.temporary_queues.maybe_reap()
     settings_given = {k: v for k, v in given.items() if v is not DEFAULT}
     with rt.db.write() as conn:
         now = rt.now_ms()
@@ -75,7 +75,7 @@ def create_temporary(
         )
     validation.queue_name(name, fifo=fifo)
     create(rt, name, fifo, given, tags, timeout)
-    rt.keeper.hold(name, timeout)
+    rt.temporary_queues.hold(name, timeout)
     return name
 
 
@@ -87,7 +87,7 @@ def is_fifo(rt: Runtime, name: str) -> bool:
 
 
 def list_names(rt: Runtime, prefix: str) -> list[str]:
-    rt.keeper.maybe_reap()
+    rt.temporary_queues.maybe_reap()
     with rt.db.read() as conn:
         return queue_rows.list_names(conn, prefix)
 

@@ -51,8 +51,9 @@ _TOUCH = "UPDATE queues SET touched_at = :now WHERE name = :name AND idle_timeou
 _INTERVAL_MS = int(limits.REAP_INTERVAL * 1000)
 
 
-class Keeper:
-    """One broker's part: heartbeats for the temporary queues it holds, and reaping idle ones."""
+class TemporaryQueues:
+    """One broker's temporary queues: heartbeats for those it holds, deleting one that ends, and
+    reaping the idle ones of any process (each deletion by ``deletion.py``'s one path)."""
 
     def __init__(
         self, db: Database, clock_ms: Callable[[], int], counters: Counters, deleter: QueueDeleter
@@ -66,14 +67,16 @@ class Keeper:
         self._last_reap: int | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        _all_keepers.add(self)
+        _all_instances.add(self)
 
     def hold(self, name: str, idle_timeout: int) -> None:
         """Keep ``name`` alive with heartbeats while this broker is open (or until :meth:`release`)."""
         with self._lock:
             self._held[name] = idle_timeout
             if self._thread is None and not self._stop.is_set():
-                self._thread = threading.Thread(target=self._run, name="durableq-keeper", daemon=True)
+                self._thread = threading.Thread(
+                    target=self._run, name="durableq-temporary-queues", daemon=True
+                )
                 self._thread.start()
 
     def release(self, name: str) -> None:
@@ -155,12 +158,12 @@ class Keeper:
         self._lock = threading.Lock()
 
 
-_all_keepers: weakref.WeakSet[Keeper] = weakref.WeakSet()
+_all_instances: weakref.WeakSet[TemporaryQueues] = weakref.WeakSet()
 
 
 def _after_fork_in_child() -> None:
-    for keeper in list(_all_keepers):
-        keeper._forked()
+    for instance in list(_all_instances):
+        instance._forked()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -7,7 +7,7 @@ from typing import Any
 from durableq import BatchResult, Message, Queue, SendEntry, VirtualQueue
 
 from ..errors import legacy_code
-from ..messages import ReceiveView, attributes_in, send_digests, trace_header_in
+from ..message_format import ReceiveView, attributes_in, send_digests, trace_header_in
 from ..params import Params
 from .call import Call
 

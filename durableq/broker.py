@@ -1,4 +1,5 @@
-"""``open`` and ``Broker``: one durableq file and the queues in it."""
+"""``open`` and ``Broker``: one durableq database (a SQLite file or a PostgreSQL database) and the
+queues in it."""
 
 from __future__ import annotations
 
@@ -353,7 +354,7 @@ class Broker:
         return broker_calls.message_events(self._rt, after, until, limit)
 
     def newest_event_id(self) -> int:
-        """The highest message-event id of the file (0 if none): later events have higher ids, and
+        """The highest message-event id of the database (0 if none): later events have higher ids, and
         no event at or below it is still to commit (a bound to read up to, with ``until``)."""
         return broker_calls.newest_event_id(self._rt)
 

@@ -27,7 +27,7 @@ from typing import Any, ClassVar, NamedTuple
 
 import durableq
 from durableq import limits
-from durableq.ops.messages import COLUMNS
+from durableq.ops.message_rows import COLUMNS
 from durableq.ops.receive import _CLAIM_HEAD
 from durableq.ops.send import _INSERT, new_message_id
 from durableq.ops.visibility import _DELETE_ANY_HANDLE

@@ -15,12 +15,25 @@ import click
 
 import durableq
 
-from . import analytics, db, events, keys, messages, queues, redrive, rpc, send, serve, stats, worker
+from . import analytics, db, events, keys, message_commands, queues, redrive, rpc, send, serve, stats, worker
 from .base import DurableQGroup, Settings
 
 DEFAULT_DB = "durableq.db"
 #: The modules whose ``COMMANDS`` make up the command line, in the order help lists them.
-COMMAND_MODULES = (db, queues, keys, send, messages, stats, redrive, worker, rpc, analytics, events, serve)
+COMMAND_MODULES = (
+    db,
+    queues,
+    keys,
+    send,
+    message_commands,
+    stats,
+    redrive,
+    worker,
+    rpc,
+    analytics,
+    events,
+    serve,
+)
 
 
 @click.group(

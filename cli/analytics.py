@@ -156,7 +156,14 @@ def _text(result: dict[str, list[dict[str, Any]]], plot: Path | None, out: Path 
 
 @click.command()
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["parquet"]), default="parquet", show_default=True)
+@click.option(
+    "--format",
+    type=click.Choice(["parquet"]),
+    default="parquet",
+    show_default=True,
+    expose_value=False,  # it names the one format there is: nothing to pass on
+    help="The files' format: Parquet, the one export writes (with --incremental too).",
+)
 @click.option("--overwrite", is_flag=True, help="Replace folders written by an earlier export.")
 @click.option(
     "--incremental",
@@ -168,7 +175,6 @@ def _text(result: dict[str, list[dict[str, Any]]], plot: Path | None, out: Path 
 @json_option
 def export(
     directory: Path,
-    fmt: str,
     overwrite: bool,
     incremental: bool,
     master: str | None,

@@ -1,4 +1,5 @@
-"""durableq: a durable message queue on one SQLite file, with the semantics of Amazon SQS.
+"""durableq: a durable message queue on one SQLite file (or a PostgreSQL database), with the
+semantics of Amazon SQS.
 
 import durableq
 with durableq.open("queue.db") as broker:

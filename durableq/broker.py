@@ -1,10 +1,10 @@
-"""``open`` and ``Broker``: one durableq file and the queues in it."""
+"""``open`` and ``Broker``: one durableq database (a SQLite file or a PostgreSQL database) and the
+queues in it."""
 
 from __future__ import annotations
 
 import logging
 import os
-import secrets
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -20,7 +20,8 @@ from .engines.sqlite import Database as SqliteDatabase
 from .errors import DurableQError, InvalidParameterValue
 from .keyring import Keyring
 from .limits import DEFAULT, _Default
-from .ops import audit, history, payload_folder, queue_rows, settings, validation
+from .ops import audit, broker_calls, payload_folder, validation
+from .ops.deletion import DELETE_QUEUE
 from .ops.runtime import Runtime
 from .options import OpenOptions
 from .queue import Queue
@@ -158,9 +159,9 @@ class Broker:
     def close(self) -> None:
         """Stop this broker's move-task runners, delete the temporary queues it holds, write its
         pending counters, close its connections."""
-        for name in self._rt.keeper.held():
+        for name in self._rt.temporary_queues.held():
             try:
-                TemporaryQueue(self._rt, name, name.endswith(limits.FIFO_SUFFIX)).delete_queue()
+                self._rt.temporary_queues.end(name)
             except DurableQError:  # the file refuses (locked, full): the queue is reaped when idle
                 log.warning("could not delete temporary queue %s on close", name, exc_info=True)
         self._rt.close()
@@ -243,35 +244,8 @@ class Broker:
             "kms_data_key_reuse_period": kms_data_key_reuse_period,
             **sqs_settings,
         }
-        self._create(name, fifo, given, tags)
+        broker_calls.create(self._rt, name, fifo, given, tags)
         return Queue(self._rt, name, fifo)
-
-    def _create(
-        self,
-        name: str,
-        fifo: bool,
-        given: Mapping[str, Any],
-        tags: Mapping[str, str] | None,
-        idle_timeout: int | None = None,
-    ) -> bool:
-        """Create (or find the same) queue with the settings ``given``; True if it is new."""
-        checked_tags = validation.tags(tags) if tags else {}
-        if len(checked_tags) > limits.MAX_TAGS:
-            raise InvalidParameterValue(
-                f"a queue holds at most {limits.MAX_TAGS} tags; got {len(checked_tags)}"
-            )
-        self._rt.keeper.maybe_reap()
-        settings_given = {k: v for k, v in given.items() if v is not DEFAULT}
-        with self._rt.db.write() as conn:
-            now = self._rt.now_ms()
-            queue, created = settings.create(conn, name, fifo, settings_given, now, idle_timeout)
-            if created and checked_tags:
-                queue_rows.set_tags(conn, queue, checked_tags)
-            detail: dict[str, Any] = {"created": created}
-            if idle_timeout is not None:
-                detail["idle_timeout"] = idle_timeout
-            audit.record(conn, now, "CreateQueue", name, detail=detail)
-        return created
 
     @audit.audited("CreateQueue", lambda self, prefix="tmp", *args, **kwargs: prefix)
     def temporary_queue(
@@ -289,61 +263,31 @@ class Broker:
         or receive, by any process's broker; this broker keeps it alive with heartbeats while it is
         open, and deletes it when it closes.  ``with broker.temporary_queue() as q:`` deletes it at
         the end of the block.  ``settings`` are those of :meth:`create_queue`."""
-        if not isinstance(fifo, bool):
-            raise InvalidParameterValue(f"fifo must be True or False; got {fifo!r}")
-        timeout = validation.integer(
-            "idle_timeout", idle_timeout, limits.MIN_IDLE_TIMEOUT, limits.MAX_IDLE_TIMEOUT, "seconds"
-        )
-        suffix = f"-{secrets.token_hex(8)}{limits.FIFO_SUFFIX if fifo else ''}"
-        validation.text("prefix", prefix)
-        name = prefix + suffix
-        if len(name) > limits.MAX_QUEUE_NAME_LENGTH:
-            raise InvalidParameterValue(
-                f"prefix must be at most {limits.MAX_QUEUE_NAME_LENGTH - len(suffix)} characters "
-                f"(the queue name adds {len(suffix)}); got {len(prefix)}"
-            )
-        validation.queue_name(name, fifo=fifo)
-        self._create(name, fifo, settings, tags, timeout)
-        self._rt.keeper.hold(name, timeout)
+        name = broker_calls.create_temporary(self._rt, prefix, idle_timeout, fifo, tags, settings)
         return TemporaryQueue(self._rt, name, fifo)
 
     def reap_idle_queues(self) -> list[str]:
         """Delete every temporary queue idle for its idle timeout now (brokers also do this on their
         own, at most every 10 s); returns their names."""
-        reaped = self._rt.keeper.reap(self._rt.now_ms())
-        self._rt.payloads.settle()
-        return reaped
+        return self._rt.temporary_queues.reap(self._rt.now_ms())
 
     def get_queue(self, name: str) -> Queue:
         """The queue called ``name``; QueueDoesNotExist if there is none."""
-        validation.queue_name(name)
-        with self._rt.db.statement() as conn:
-            queue = self._rt.catalog.get(conn, name)
-        return Queue(self._rt, name, queue.fifo)
+        return Queue(self._rt, name, broker_calls.is_fifo(self._rt, name))
 
     def list_queues(self, prefix: str = "") -> list[str]:
         """Names of the queues that start with ``prefix``, sorted (idle temporary queues are
         deleted first)."""
-        self._rt.keeper.maybe_reap()
-        with self._rt.db.read() as conn:
-            return queue_rows.list_names(conn, prefix)
+        return broker_calls.list_names(self._rt, prefix)
 
-    @audit.audited("DeleteQueue", lambda self, name=None, *args, **kwargs: name)
+    @audit.audited(DELETE_QUEUE, lambda self, name=None, *args, **kwargs: name)
     def delete_queue(self, name: str) -> None:
         """Delete a queue and its messages; the name can be used again at once."""
-        validation.queue_name(name)
-        with self._rt.db.write() as conn:
-            queue_rows.delete(conn, queue_rows.load(conn, name))
-            audit.record(conn, self._rt.now_ms(), "DeleteQueue", name)
-        self._rt.catalog.forget(name)
-        self._rt.payloads.settle()
+        self._rt.deleter.delete(name)
 
     def dead_letter_source_queues(self, name: str) -> list[str]:
         """Queues whose redrive policy names ``name`` as their dead-letter queue."""
-        validation.queue_name(name)
-        with self._rt.db.read() as conn:
-            queue_rows.load(conn, name)
-            return queue_rows.dead_letter_sources(conn, name)
+        return broker_calls.dead_letter_sources(self._rt, name)
 
     # -- message move tasks -----------------------------------------------------
 
@@ -378,14 +322,7 @@ class Broker:
         tags, permissions, move tasks) with their time, process, OS user and outcome.
         ``queue``: only that queue's; ``since``: from that time on; ``after``: events whose
         ``event_id`` is above it (to resume); at most ``limit`` (1-100,000)."""
-        if queue is not None:
-            validation.text("queue", queue)
-        start = None if since is None else validation.moment("since", since)
-        if after is not None:
-            validation.integer("after", after, 0, limits.MAX_EVENT_ID, "(an event_id)")
-        validation.integer("limit", limit, 1, limits.MAX_EVENT_LIMIT, "events")
-        with self._rt.db.settled_read() as conn:  # so that resuming after an id misses none
-            return audit.events(conn, queue, start, after, limit)
+        return broker_calls.audit_events(self._rt, queue, since, after, limit)
 
     def management_call(
         self,
@@ -414,20 +351,12 @@ class Broker:
         ``limit`` (1-100,000).  Ids only grow, and no event is read while one with a lower id may still
         commit (on PostgreSQL, where writes commit side by side, the read waits for the writes under
         way), so a reader resumes after the last one it saw and misses none."""
-        validation.integer("after", after, 0, limits.MAX_EVENT_ID, "(an event_id)")
-        if until is not None:
-            validation.integer("until", until, 0, limits.MAX_EVENT_ID, "(an event_id)")
-        validation.integer("limit", limit, 1, limits.MAX_EVENT_LIMIT, "events")
-        with self._rt.db.settled_read() as conn:  # so that resuming after an id misses none
-            return history.events(
-                conn, after=after, until=limits.MAX_EVENT_ID if until is None else until, limit=limit
-            )
+        return broker_calls.message_events(self._rt, after, until, limit)
 
     def newest_event_id(self) -> int:
-        """The highest message-event id of the file (0 if none): later events have higher ids, and
+        """The highest message-event id of the database (0 if none): later events have higher ids, and
         no event at or below it is still to commit (a bound to read up to, with ``until``)."""
-        with self._rt.db.settled_read() as conn:
-            return history.newest_event_id(conn)
+        return broker_calls.newest_event_id(self._rt)
 
     def wait_for_message_move(self, task_handle: str, timeout: float | None = None) -> None:
         """Block until a task started by this broker has ended (or ``timeout`` seconds pass)."""

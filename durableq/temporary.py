@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from types import TracebackType
 
-from .ops import audit, queue_rows
 from .queue import Queue
 
 
@@ -23,15 +22,7 @@ class TemporaryQueue(Queue):
 
     def delete_queue(self) -> None:
         """Delete the queue and its messages now (nothing if it is already gone)."""
-        rt = self._rt
-        rt.keeper.release(self.name)
-        with rt.db.write() as conn:
-            queue = queue_rows.find(conn, self.name)
-            if queue is None:
-                return
-            queue_rows.delete(conn, queue)
-            audit.record(conn, rt.now_ms(), "DeleteQueue", self.name, detail={"reason": "temporary"})
-        rt.catalog.forget(self.name)
+        self._rt.temporary_queues.end(self.name)
 
     def __enter__(self) -> TemporaryQueue:
         return self

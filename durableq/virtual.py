@@ -3,27 +3,30 @@ queue client maps its queues onto one SQS queue."""
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+import functools
+from collections.abc import Callable
+from typing import NoReturn
 
 from .errors import UnsupportedOperation
-from .ops.runtime import Runtime
-from .queue import Queue
-from .types import MessageEvent, QueueStats
+from .handle import QueueHandle
+from .ops import audit
 
 
-class VirtualQueue(Queue):
+class VirtualQueue(QueueHandle):
     """A virtual queue NAME of a standard host queue (``host.virtual_queue(NAME)``), named
     ``HOST#NAME``.  Its messages are rows of the host queue marked with NAME: sends go there,
     receives (long polls included) take only them, and deletes and visibility changes work by
     receipt handle as on the host.  It costs nothing to create or drop — no queue row, no schema
     change — and a receive reads only its own index range, however many virtual queues the host has.
     It shares the host's settings, in-flight limit, retention, dead-letter queue (a dead-lettered
-    message arrives there as a plain message), counters and history; its management calls (settings,
-    tags, permissions, purge, stats) are the host's and refused here."""
+    message arrives there as a plain message), counters and history.  It has the message calls of
+    every handle (:class:`~durableq.handle.QueueHandle`); the host's own calls (settings, stats,
+    history, tags, permissions, purge, virtual queues) are refused with UnsupportedOperation, each
+    recorded in the audit trail as that call refused."""
 
-    def __init__(self, runtime: Runtime, host: str, name: str) -> None:
-        super().__init__(runtime, host, fifo=False)
-        self._virtual = name
+    def __init__(self, host: QueueHandle, name: str) -> None:
+        super().__init__(host._rt, host.name, fifo=False, virtual=name)
+        self._host_calls = type(host)  # what the host can do that this cannot
 
     @property
     def name(self) -> str:
@@ -37,38 +40,20 @@ class VirtualQueue(Queue):
     def __repr__(self) -> str:
         return f"<durableq.VirtualQueue {self.name!r} in {self._rt.db.name!r}>"
 
-    def _refuse(self, what: str) -> NoReturn:
-        raise UnsupportedOperation(
-            f"{what} is a call of the host queue {self._name!r}; "
+    def __getattr__(self, call: str) -> Callable[..., NoReturn]:
+        """A call of the host queue's own (found on it, not on this): refused when made."""
+        method = None if call.startswith("_") else getattr(self._host_calls, call, None)
+        if not callable(method):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {call!r}")
+        return functools.partial(self._refuse, call, audit.action_of(method))
+
+    def _refuse(self, call: str, action: str | None, /, *args: object, **kwargs: object) -> NoReturn:
+        error = UnsupportedOperation(
+            f"{call} is a call of the host queue {self._name!r}; "
             f"virtual queue {self.name!r} has none of its own"
         )
-
-    def attributes(self) -> dict[str, Any]:
-        self._refuse("attributes")
-
-    def set_attributes(self, /, **changes: Any) -> None:
-        self._refuse("set_attributes")
-
-    def stats(self) -> QueueStats:
-        self._refuse("stats")
-
-    def purge(self) -> None:
-        self._refuse("purge")
-
-    def tag(self, /, **tags: str) -> None:
-        self._refuse("tag")
-
-    def untag(self, *keys: str) -> None:
-        self._refuse("untag")
-
-    def add_permission(self, *args: Any, **kwargs: Any) -> None:
-        self._refuse("add_permission")
-
-    def remove_permission(self, label: str) -> None:
-        self._refuse("remove_permission")
-
-    def events(self, **kwargs: Any) -> list[MessageEvent]:
-        self._refuse("events")
-
-    def virtual_queue(self, name: str) -> VirtualQueue:
-        self._refuse("virtual_queue")
+        if action is None:  # not a management call: nothing for the audit trail
+            raise error
+        db, clock_ms = self._audit_target
+        with audit.management_call(db, clock_ms, action, self.name):
+            raise error

@@ -17,14 +17,15 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from . import limits, worker_processes
+from . import limits, worker_jobs, worker_processes
 from .errors import BrokerClosed, DurableQError, InvalidParameterValue, QueueDoesNotExist
 from .ops import validation
 from .queue import Queue
-from .types import Message, RedrivePolicy
+from .types import Message
+from .virtual import VirtualQueue
+from .worker_jobs import Job
 
 log = logging.getLogger(__name__)
 
@@ -40,16 +41,6 @@ def default_backoff(receive_count: int) -> int:
     """Seconds before a failed message is retried: 2, 4, 8 ... capped at 15 minutes."""
     seconds: int = 2 ** min(receive_count, 16)  # a non-negative exponent: an int
     return min(seconds, MAX_BACKOFF)
-
-
-@dataclass
-class _Job:
-    message: Message
-    extended_at: float = field(default_factory=time.monotonic)
-    capped: bool = False  # its visibility reached the 12-hour cap of its receive: no more heartbeats
-    lost: bool = False  # another consumer has the message now: never delete it
-    released: bool = False  # the worker gave it back at stop: the handler's outcome no longer counts
-    settling: bool = False  # the handler returned; its message is being deleted or retried
 
 
 class Worker:
@@ -74,7 +65,7 @@ class Worker:
 
     def __init__(
         self,
-        queue: Queue,
+        queue: Queue | VirtualQueue,
         handler: Handler,
         *,
         concurrency: int = limits.DEFAULT_CONCURRENCY,
@@ -123,7 +114,7 @@ class Worker:
             )
         self._stop = threading.Event()
         self._stopped_by: str | None = None  # the signal that stopped the worker, if one did
-        self._jobs: dict[str, _Job] = {}
+        self._jobs: dict[str, Job] = {}
         self._lock = threading.Condition()
 
     # -- control -------------------------------------------------------------
@@ -186,7 +177,7 @@ class Worker:
                     idle_since = time.monotonic()
                 for message in messages:
                     with self._lock:
-                        self._jobs[message.receipt_handle] = _Job(message)
+                        self._jobs[message.receipt_handle] = Job(message)
                     # Daemon threads: a handler still running after the grace period must not
                     # keep the process alive (its message was released for another consumer).
                     threading.Thread(
@@ -231,81 +222,22 @@ class Worker:
             if job is not None and not job.released:
                 job.settling = True  # from now on the drain waits for it instead of releasing it
         try:
-            self._settle(job, message, started, failure, result)
+            worker_jobs.settle(
+                self.queue,
+                job,
+                message,
+                time.monotonic() - started,
+                failure,
+                result,
+                respond=self.respond,
+                backoff=self.backoff,
+            )
         finally:
             # Only now does the job leave: a worker that stops never returns between a
             # handler's success and the delete it earned.
             with self._lock:
                 self._jobs.pop(message.receipt_handle, None)
                 self._lock.notify_all()
-
-    def _settle(
-        self, job: _Job | None, message: Message, started: float, failure: Exception | None, result: Any
-    ) -> None:
-        took = time.monotonic() - started
-        if job is None or job.released:
-            log.warning(
-                "job %s finished after the worker released it; left for another consumer",
-                message.message_id,
-                extra=_outcome(message, "released", took),
-            )
-            return
-        if job.lost:
-            log.warning(
-                "job %s finished, but another consumer holds the message now: not deleted",
-                message.message_id,
-                extra=_outcome(message, "lost", took),
-            )
-            return
-        try:
-            if failure is None:
-                if self.respond:
-                    self.queue.respond(message, result)
-                else:
-                    self.queue.delete(message.receipt_handle)
-                log.info(
-                    "job %s done in %.3f s", message.message_id, took, extra=_outcome(message, "done", took)
-                )
-            else:
-                policy = self.queue.dead_letter_due(message)
-                if policy is not None:
-                    self._dead_letter(message, took, failure, policy)
-                    return
-                delay = self.backoff(message.receive_count)
-                self.queue.change_visibility(message.receipt_handle, delay)
-                log.warning(
-                    "job %s failed in %.3f s (receive %d): %s: %s; retry in %d s",
-                    message.message_id,
-                    took,
-                    message.receive_count,
-                    type(failure).__name__,
-                    failure,
-                    delay,
-                    extra=_outcome(
-                        message, "failed", took, error=f"{type(failure).__name__}: {failure}", retry_in=delay
-                    ),
-                )
-        except DurableQError as exc:
-            log.error("job %s: could not settle the message: %s", message.message_id, exc)
-
-    def _dead_letter(self, message: Message, took: float, failure: Exception, policy: RedrivePolicy) -> None:
-        """A failure on the last receive the redrive policy allows: the next receive moves the
-        message to the dead-letter queue, so it is released at once instead of after a back-off."""
-        self.queue.change_visibility(message.receipt_handle, 0)
-        error = f"{type(failure).__name__}: {failure}"
-        log.error(
-            "job %s failed in %.3f s on its last allowed receive (%d of %d): %s; "
-            "it moves to dead-letter queue %s",
-            message.message_id,
-            took,
-            message.receive_count,
-            policy.max_receive_count,
-            error,
-            policy.dead_letter_queue,
-            extra=_outcome(
-                message, "dead-lettered", took, error=error, dead_letter_queue=policy.dead_letter_queue
-            ),
-        )
 
     def _heartbeat(self) -> None:
         """Extend the visibility of long-running jobs, never past 12 h from their receive."""
@@ -321,7 +253,7 @@ class Worker:
             for job in due:
                 self._extend(job, now)
 
-    def _extend(self, job: _Job, now: float) -> None:
+    def _extend(self, job: Job, now: float) -> None:
         try:
             granted = self.queue.extend_visibility(job.message.receipt_handle, self.visibility_timeout)
             job.extended_at = now
@@ -376,19 +308,6 @@ class Worker:
             self._stop,
             lambda running: self._log_stop(running, "worker processes"),
         )
-
-
-def _outcome(message: Message, outcome: str, seconds: float, **more: Any) -> dict[str, Any]:
-    """Fields of a job's log line, for log handlers that keep structure (``durableq worker --json``)."""
-    return {
-        "job": {
-            "message_id": message.message_id,
-            "outcome": outcome,
-            "seconds": round(seconds, 6),
-            "receive_count": message.receive_count,
-            **more,
-        }
-    }
 
 
 def _install_signal_handlers(stop: Callable[[int], None]) -> Callable[[], None]:

@@ -23,6 +23,7 @@ from .broker import reopen
 from .errors import InvalidParameterValue
 from .options import OpenOptions
 from .queue import Queue
+from .virtual import VirtualQueue
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ class _Runs(Protocol):
     def stop(self) -> None: ...
 
 
-def check_portable(queue: Queue, **functions: object) -> None:
+def check_portable(queue: Queue | VirtualQueue, **functions: object) -> None:
     """Refuse now what could not be pickled to a worker process: ``functions`` (named as the worker's
     arguments) and the clock of the queue's broker."""
     for what, thing in {**functions, "the broker's clock (open's clock=)": queue._options.clock}.items():
@@ -51,7 +52,7 @@ def check_portable(queue: Queue, **functions: object) -> None:
 def supervise(
     count: int,
     make: Callable[..., _Runs],
-    queue: Queue,
+    queue: Queue | VirtualQueue,
     handler: Callable[..., Any],
     settings: dict[str, Any],
     initializer: Callable[[], object] | None,
@@ -92,9 +93,8 @@ def _child(
         initializer()
     parent = os.getppid()
     with reopen(options) as broker:
-        target = broker.get_queue(queue)
-        if virtual is not None:
-            target = target.virtual_queue(virtual)
+        host = broker.get_queue(queue)
+        target = host if virtual is None else host.virtual_queue(virtual)
         worker = make(target, handler, concurrency=1, **settings)
         done = threading.Event()
         threading.Thread(target=_stop_when_orphaned, args=(worker, parent, done), daemon=True).start()

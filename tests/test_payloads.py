@@ -309,3 +309,22 @@ def test_payload_dir_is_where_open_says(tmp_path: Path) -> None:
         assert all((f.stat().st_mode & 0o777) == limits.DEFAULT_FILE_MODE for f in payload_files(broker))
     with durableq.open(tmp_path / "default.db") as broker:
         assert broker.payload_dir == tmp_path / "default.db.payloads"
+
+
+def test_deleting_a_temporary_queue_removes_its_files(broker: durableq.Broker) -> None:
+    """Every path that deletes a queue removes its payload files: here a temporary queue's own delete
+    (at the end of its ``with`` block)."""
+    with broker.temporary_queue("big", large_payloads=True) as ended:
+        ended.send("a" * BIG)
+        assert len(payload_files(broker)) == 1
+    assert payload_files(broker) == []
+
+
+def test_reaping_an_idle_queue_removes_its_files(broker: durableq.Broker, clock: FakeClock) -> None:
+    """... and the reaping of an idle temporary queue (here on a management call, as any broker does)."""
+    idle = broker.temporary_queue("idle", idle_timeout=60, large_payloads=True)
+    idle.send("b" * BIG)
+    broker._rt.temporary_queues.release(idle.name)  # as if its holder were gone: no more heartbeats
+    clock.advance(200)
+    assert broker.list_queues() == []  # reaped on the way
+    assert payload_files(broker) == []

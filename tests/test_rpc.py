@@ -194,7 +194,7 @@ def test_a_requester_whose_reply_queue_was_deleted_makes_a_new_one(target: str, 
             third = requester.reply_queue
             assert third not in (first, second) and real_queues(broker) == {"resize", third}
         assert real_queues(broker) == {"resize"}  # close deleted the last one
-        assert broker._rt.keeper.held() == []  # and the broker holds none of them any more
+        assert broker._rt.temporary_queues.held() == []  # and the broker holds none of them any more
 
 
 def real_queues(broker: durableq.Broker) -> set[str]:

@@ -60,8 +60,8 @@ def test_an_idle_queue_is_deleted_by_another_broker_and_a_used_one_is_not(
 ) -> None:
     idle = broker.temporary_queue("idle", idle_timeout=600)
     used = broker.temporary_queue("used", idle_timeout=600)
-    broker._rt.keeper.release(idle.name)  # as if its holder were gone: no more heartbeats
-    broker._rt.keeper.release(used.name)
+    broker._rt.temporary_queues.release(idle.name)  # as if its holder were gone: no more heartbeats
+    broker._rt.temporary_queues.release(used.name)
     with _other_broker(target, clock) as other:
         clock.advance(500)
         used.send("still in use")
@@ -82,10 +82,10 @@ def test_the_holder_keeps_its_queue_alive_with_heartbeats(
     with _other_broker(target, clock) as other:
         for _ in range(5):
             clock.advance(300)
-            broker._rt.keeper.reap(broker._rt.now_ms())  # what its heartbeat thread does
+            broker._rt.temporary_queues.reap(broker._rt.now_ms())  # what its heartbeat thread does
             assert other.reap_idle_queues() == []
         assert held.name in other.list_queues()
-        broker._rt.keeper.release(held.name)  # the holder lets go
+        broker._rt.temporary_queues.release(held.name)  # the holder lets go
         clock.advance(601)
         assert other.reap_idle_queues() == [held.name]
 

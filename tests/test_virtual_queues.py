@@ -88,3 +88,20 @@ def test_management_is_the_hosts_and_bad_names_are_refused(broker: durableq.Brok
     broker.delete_queue("host")
     with pytest.raises(durableq.QueueDoesNotExist):
         virtual.send("gone")
+
+
+def test_a_virtual_queue_is_a_sibling_of_its_host_not_a_queue(broker: durableq.Broker) -> None:
+    """Both are handles on a queue's messages; only a Queue has the queue's own calls, and a virtual
+    queue refuses them when called (no method of its own only raises)."""
+    from durableq.handle import QueueHandle
+
+    host = broker.create_queue("host")
+    virtual = host.virtual_queue("v")
+    assert isinstance(host, QueueHandle) and isinstance(virtual, QueueHandle)
+    assert not isinstance(virtual, durableq.Queue)
+    with pytest.raises(durableq.UnsupportedOperation, match="virtual_queue is a call of the host queue"):
+        virtual.virtual_queue("w")
+    with pytest.raises(AttributeError):
+        virtual.no_such_call  # noqa: B018 - the lookup is what is tested
+    with pytest.raises(AttributeError):
+        virtual._private  # noqa: B018

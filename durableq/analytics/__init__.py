@@ -22,7 +22,7 @@ try:
 except ImportError as exc:
     raise SparkExtraMissing("pyspark") from exc
 
-from .driver import JAR_VARIABLE, SYSTEM_JAR, find_jdbc_jar
+from .driver import find_jdbc_jar
 from .events import AUDIT_SCHEMA, EVENT_STREAM_FORMAT, EVENT_TABLES, EVENTS_SCHEMA
 from .frames import COUNTERS, STATES
 from .incremental import read_export
@@ -56,10 +56,8 @@ __all__ = [
     "EVENT_STREAM_FORMAT",
     "EVENT_TABLES",
     "EXPORTED_TABLES",
-    "JAR_VARIABLE",
     "REPORT_NAMES",
     "STATES",
-    "SYSTEM_JAR",
     "AnalyticsError",
     "JdbcDriverNotFound",
     "QueueAnalytics",

@@ -49,12 +49,6 @@ POSTGRES = Driver(
     "to its path (or pass jdbc_jar=..., `--jar` on the command line)",
 )
 
-#: The SQLite driver's environment variable, system jar and class (the names of earlier releases).
-JAR_VARIABLE = SQLITE.variable
-SYSTEM_JAR = SQLITE.system_jar
-DRIVER_CLASS = SQLITE.driver_class
-HOW_TO_GET = SQLITE.how_to_get
-
 
 def find_jdbc_jar(
     jdbc_jar: str | os.PathLike[str] | None = None,

@@ -32,7 +32,7 @@ from ..engines.migrate import current
 from ..engines.sqlite import Database, translate
 from ..errors import DatabaseError, NotADurableQDatabase
 from ..types import datetime_from_ms
-from .driver import DRIVER_CLASS, jdbc_url
+from .driver import SQLITE, jdbc_url
 from .errors import AnalyticsError
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ class FileSnapshot(Snapshot):
     object is collected or the interpreter exits.
     """
 
-    driver_class = DRIVER_CLASS
+    driver_class = SQLITE.driver_class
 
     def __init__(self, source: Path, path: Path, now_ms: int) -> None:
         super().__init__(source, now_ms)
@@ -123,7 +123,7 @@ class FileSnapshot(Snapshot):
 
     def jdbc(self, sql: str) -> tuple[str, str, dict[str, str]]:
         # SQLITE_OPEN_READONLY: the copy is never written.
-        return jdbc_url(self.path), sql, {"driver": DRIVER_CLASS, "open_mode": "1"}
+        return jdbc_url(self.path), sql, {"driver": SQLITE.driver_class, "open_mode": "1"}
 
 
 def take(

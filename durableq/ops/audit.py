@@ -7,6 +7,10 @@ transaction after it.  A call that fails because of the file itself (damaged,
 locked, full, read-only: a ``DatabaseError``) writes nothing more to it.  Message
 operations (send, receive, delete, ...) are not management calls and write none.
 
+Each call's action is named once, by :func:`audited` on the library's public method; the operation
+the method calls writes the success row with :func:`succeeded`, which takes the action (and the queue)
+from the call in progress.
+
 Who writes a refusal's row: :func:`management_call`, around the call at every
 layer that makes it: the library's public method (:func:`audited`), and the CLI
 command or endpoint action that looks the queue up and checks its own arguments
@@ -78,11 +82,14 @@ def refusal(exc: BaseException, code_of: Callable[[BaseException], str | None] |
 
 
 class _Call:
-    """A management call in progress in this thread (or task): has a layer inside it been entered?"""
+    """A management call in progress in this thread (or task) at one layer: its action, the queue it
+    names, and whether a layer inside it was entered."""
 
-    __slots__ = ("reached",)
+    __slots__ = ("action", "queue", "reached")
 
-    def __init__(self) -> None:
+    def __init__(self, action: str, queue: object) -> None:
+        self.action = action
+        self.queue = queue
         self.reached = False
 
 
@@ -102,7 +109,7 @@ def management_call(
     outer = _calls.get()
     if outer is not None:
         outer.reached = True  # the layer around this one leaves the row to this one
-    this = _Call()
+    this = _Call(action, queue)
     token = _calls.set(this)
     try:
         yield
@@ -113,6 +120,19 @@ def management_call(
         raise
     finally:
         _calls.reset(token)
+
+
+def succeeded(
+    conn: Connection, now: int, detail: dict[str, Any] | None = None, *, queue: str | None = None
+) -> None:
+    """Write the success row of the management call in progress (inside the operation's transaction):
+    the action its method declares (:func:`audited`), for the queue the call names unless ``queue``
+    says which (a temporary queue's full name, a task's source queue)."""
+    call = _calls.get()
+    if call is None:  # an operation that writes a call's row runs inside that call's method
+        raise RuntimeError("audit.succeeded() outside a management call")
+    name = call.queue if queue is None else queue
+    record(conn, now, call.action, name if isinstance(name, str) else None, detail=detail)
 
 
 def _record_refusal(db: Database, clock_ms: Callable[[], int], action: str, queue: object, code: str) -> None:
@@ -132,15 +152,16 @@ class _HasRuntime(Protocol):
 P = ParamSpec("P")
 R = TypeVar("R")
 S = TypeVar("S", bound=_HasRuntime)
-#: Where :func:`audited` keeps a method's action and queue picker, for :func:`cover_overrides`.
+#: Where :func:`audited` keeps a method's action, for :func:`action_of`.
 _AUDITED = "__durableq_audited__"
 
 
 def audited(
     action: str, queue: Callable[..., object]
 ) -> Callable[[Callable[Concatenate[S, P], R]], Callable[Concatenate[S, P], R]]:
-    """A public management method whose refusals are recorded (its success is recorded by the
-    operation, inside its transaction).  ``queue`` picks the queue's name from the call's arguments."""
+    """A public management method: the one declaration of its ``action``.  Its refusals are recorded
+    here; its success by the operation it calls (:func:`succeeded`, inside the operation's
+    transaction).  ``queue`` picks the queue's name from the call's arguments."""
 
     def wrap(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
         @functools.wraps(method)
@@ -149,22 +170,16 @@ def audited(
             with management_call(db, clock_ms, action, queue(self, *args, **kwargs)):
                 return method(self, *args, **kwargs)
 
-        setattr(call, _AUDITED, (action, queue))
+        setattr(call, _AUDITED, action)
         return call
 
     return wrap
 
 
-def cover_overrides(cls: type) -> None:
-    """Audit a subclass's own version of an audited method as the method it replaces (a virtual
-    queue refuses the management calls of its host queue: each refusal is still a refused call)."""
-    for name, member in list(vars(cls).items()):
-        if not callable(member) or hasattr(member, _AUDITED):
-            continue
-        replaced = next((vars(base)[name] for base in cls.__mro__[1:] if name in vars(base)), None)
-        marked = getattr(replaced, _AUDITED, None)
-        if marked is not None:
-            setattr(cls, name, audited(*marked)(member))
+def action_of(method: object) -> str | None:
+    """The action an :func:`audited` method declares (None: it is not a management call)."""
+    action = getattr(method, _AUDITED, None)
+    return action if isinstance(action, str) else None
 
 
 def events(

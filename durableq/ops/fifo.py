@@ -20,7 +20,7 @@ from ..engines.base import Connection
 from ..engines.sql import encode_ids, in_ids
 from ..types import Message
 from . import redrive
-from .messages import CLAIM_IDS, COLUMNS, Opener
+from .message_rows import CLAIM_IDS, COLUMNS, MessageReader
 from .queue_rows import QueueConfig
 from .states import RECEIVED_SQL, VISIBILITY_CAP_SQL
 
@@ -192,7 +192,7 @@ def claim(
     chosen: list[tuple[int, str]],
     visible_at: int,
     now: int,
-    opener: Opener,
+    reader: MessageReader,
 ) -> list[Message]:
     """Put the chosen rows in flight and block their groups until ``visible_at``."""
     if not chosen:
@@ -203,7 +203,7 @@ def claim(
     ).fetchall()
     rows.sort(key=lambda row: order[row[0]])
     _block_groups(conn, queue.id, (g for _, g in chosen), visible_at)
-    return opener.messages(conn, rows)
+    return reader.messages(conn, rows)
 
 
 # The rows of an earlier attempt, as they are now (+queue_id: by primary key, not a walk of the
@@ -215,7 +215,7 @@ WHERE +queue_id = :queue_id AND id IN {in_ids(":ids")}
 
 
 def replay_attempt(
-    conn: Connection, queue: QueueConfig, attempt_id: str, visible_at: int, now: int, opener: Opener
+    conn: Connection, queue: QueueConfig, attempt_id: str, visible_at: int, now: int, reader: MessageReader
 ) -> list[Message] | None:
     """The messages of an earlier receive with this attempt id, if none changed since.
 
@@ -251,7 +251,7 @@ def replay_attempt(
     rows.sort(key=lambda r: position[r[0]])
     _block_groups(conn, queue.id, (g for _, _, g in current.values()), max(r[-1] for r in rows))
     _store_attempt(conn, queue.id, attempt_id, [[r[0], r[4], r[-1]] for r in rows], now, keep_expiry=True)
-    return opener.messages(conn, [r[:-1] for r in rows])
+    return reader.messages(conn, [r[:-1] for r in rows])
 
 
 def record_attempt(

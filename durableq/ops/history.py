@@ -30,14 +30,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING
 
 from .. import limits
 from ..engines.base import ALREADY, Connection, together
 from ..types import MessageEvent, datetime_from_ms
-
-if TYPE_CHECKING:  # queue_rows records purges here
-    from .queue_rows import QueueConfig
+from .queue_rows import QueueConfig
 
 SENT = "sent"
 RECEIVED = "received"

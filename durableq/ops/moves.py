@@ -112,12 +112,11 @@ class MoveTasks:
                 ),
             )
             task = self._load(conn, handle)
-            audit.record(
+            audit.succeeded(
                 conn,
                 self._clock_ms(),
-                "StartMessageMoveTask",
-                source,
-                detail={"task_handle": handle, "destination": destination, "max_per_second": max_per_second},
+                {"task_handle": handle, "destination": destination, "max_per_second": max_per_second},
+                queue=source,
             )
         runner = threading.Thread(
             target=self._run, args=(handle,), name=f"durableq-move-{handle[:8]}", daemon=True
@@ -152,13 +151,7 @@ class MoveTasks:
             conn.execute(
                 "UPDATE message_moves SET status = 'CANCELLING' WHERE task_handle = ?", (task_handle,)
             )
-            audit.record(
-                conn,
-                self._clock_ms(),
-                "CancelMessageMoveTask",
-                task.source,
-                detail={"task_handle": task_handle},
-            )
+            audit.succeeded(conn, self._clock_ms(), {"task_handle": task_handle}, queue=task.source)
             return self._load(conn, task_handle)
 
     def wait(self, task_handle: str, timeout: float | None = None) -> None:

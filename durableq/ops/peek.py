@@ -9,7 +9,7 @@ from ..engines.base import Connection
 from ..errors import DurableQError
 from ..types import PeekedMessage
 from . import attributes, validation
-from .messages import format_sequence
+from .message_rows import format_sequence
 from .queue_rows import QueueConfig
 from .retention import expired_before
 from .sealing import Sealer, open_fields

@@ -1,4 +1,4 @@
-"""Queue rows: the row every operation reads, its cache, listing, deletion, purge and tags.
+"""Queue rows: the row every operation reads, its cache, listing and tags.
 
 Checking settings and writing them is ``settings.py``'s concept.
 """
@@ -16,7 +16,7 @@ from ..engines import sql
 from ..engines.base import Connection
 from ..errors import InvalidParameterValue, QueueDoesNotExist
 from ..types import RedriveAllowPolicy, RedrivePolicy
-from . import history, validation
+from . import validation
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,34 +148,6 @@ def list_names(conn: Connection, prefix: str) -> list[str]:
         "SELECT name FROM queues WHERE substr(name, 1, ?) = ? ORDER BY name", (len(prefix), prefix)
     )
     return [name for (name,) in rows]
-
-
-#: Tables whose rows belong to one queue and go when it is deleted (and its history: history.forget).
-_QUEUE_OWNED = (
-    "messages",
-    "tags",
-    "queue_metrics",
-    "fifo_groups",
-    "fifo_deduplication",
-    "receive_attempts",
-)
-
-
-def delete(conn: Connection, queue: QueueConfig) -> None:
-    for table in _QUEUE_OWNED:
-        conn.execute(f"DELETE FROM {table} WHERE queue_id = ?", (queue.id,))
-    history.forget(conn, queue)
-    conn.execute("DELETE FROM queues WHERE id = ?", (queue.id,))
-    changed(conn)
-
-
-def purge(conn: Connection, queue: QueueConfig, now: int) -> int:
-    """Remove every message (and what FIFO remembers of them); returns how many."""
-    history.record_where(conn, queue, now, history.PURGED, "queue_id = :queue_id", {"queue_id": queue.id})
-    removed = conn.execute("DELETE FROM messages WHERE queue_id = ?", (queue.id,)).rowcount
-    for table in ("fifo_groups", "fifo_deduplication", "receive_attempts"):
-        conn.execute(f"DELETE FROM {table} WHERE queue_id = ?", (queue.id,))
-    return removed
 
 
 # -- tags ------------------------------------------------------------------

@@ -22,7 +22,7 @@ from ..types import Message
 from . import fifo, history, redrive, relocation, validation
 from .counters import EMPTY_RECEIVES, RECEIVED, Counters
 from .longpoll import AsyncWaiter, Rooms, ThreadWaiter, Waiter
-from .messages import COLUMNS, Opener, claim_set
+from .message_rows import COLUMNS, MessageReader, claim_set
 from .queue_rows import Catalog, QueueConfig
 from .retention import Sweeper, expired_before, unexpired_sql
 from .stats import IN_FLIGHT_ROOM_SQL, in_flight_count, in_flight_room
@@ -87,12 +87,12 @@ class Receiver:
         catalog: Catalog,
         sweeper: Sweeper,
         counters: Counters,
-        opener: Opener,
+        reader: MessageReader,
         dead_letters: redrive.DeadLetters,
         *,
         real_clock: bool = True,
     ) -> None:
-        self._opener = opener
+        self._reader = reader
         self._dead_letters = dead_letters
         self._db = db
         self._clock_ms = clock_ms
@@ -243,7 +243,7 @@ class Receiver:
         virtual: str | None = None,
     ) -> list[Message]:
         if queue.sealed:  # the consumer's own trouble first: nothing is claimed if it has no keys
-            self._opener.sealer.require_keys(queue)
+            self._reader.sealer.require_keys(queue)
         now = self._clock_ms()
         self._sweeper.maybe_sweep(conn, queue, now)
         target = self._dead_letters.target(conn, queue)
@@ -262,14 +262,14 @@ class Receiver:
                     attempt_id,
                     target,
                     self._counters,
-                    self._opener,
+                    self._reader,
                 )
                 if limit > 0
                 else []
             )
         else:
             messages = _claim_standard(
-                conn, queue, limit, visibility_timeout, now, target, self._counters, virtual, self._opener
+                conn, queue, limit, visibility_timeout, now, target, self._counters, virtual, self._reader
             )
         if messages:
             self._counters.add(queue.name, now, RECEIVED, len(messages))
@@ -327,7 +327,7 @@ def _claim_standard(
     target: QueueConfig | None,
     counters: Counters,
     virtual: str | None,
-    opener: Opener,
+    reader: MessageReader,
 ) -> list[Message]:
     mine = virtual is not None
     params = {
@@ -348,12 +348,12 @@ def _claim_standard(
             row_id for row_id, count in conn.execute(_HEAD[mine], params) if redrive.exhausted(count, queue)
         ]:
             relocation.move(
-                conn, relocation.Kind.DEAD_LETTER, queue, target, over, now, counters, opener.sealer
+                conn, relocation.Kind.DEAD_LETTER, queue, target, over, now, counters, reader.sealer
             )
     rows = conn.execute(_CLAIM_HEAD[mine], params).fetchall()
     rows.sort(key=lambda row: (row[6], row[0]))  # RETURNING order is unspecified: oldest first
     history.record(conn, queue, now, history.RECEIVED, [(row[1], row[5]) for row in rows])
-    return opener.messages(conn, rows)
+    return reader.messages(conn, rows)
 
 
 def _claim_fifo(
@@ -365,18 +365,18 @@ def _claim_fifo(
     attempt_id: str | None,
     target: QueueConfig | None,
     counters: Counters,
-    opener: Opener,
+    reader: MessageReader,
 ) -> list[Message]:
     if attempt_id is not None:
-        replayed = fifo.replay_attempt(conn, queue, attempt_id, visible_at, now, opener)
+        replayed = fifo.replay_attempt(conn, queue, attempt_id, visible_at, now, reader)
         if replayed is not None:
             return replayed
     cutoff = expired_before(queue.retention_period, now)
     chosen, to_dead_letter, stale = fifo.choose(conn, queue, limit, now, cutoff, target is not None)
     if to_dead_letter and target is not None:
         dead = [row_id for row_id, _ in to_dead_letter]
-        relocation.move(conn, relocation.Kind.DEAD_LETTER, queue, target, dead, now, counters, opener.sealer)
-    received = fifo.claim(conn, queue, chosen, visible_at, now, opener)
+        relocation.move(conn, relocation.Kind.DEAD_LETTER, queue, target, dead, now, counters, reader.sealer)
+    received = fifo.claim(conn, queue, chosen, visible_at, now, reader)
     history.record(conn, queue, now, history.RECEIVED, [(m.message_id, m.receive_count) for m in received])
     fifo.refresh_groups(conn, queue.id, stale - {group for _, group in chosen})
     if attempt_id is not None:

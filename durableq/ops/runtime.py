@@ -10,7 +10,8 @@ from ..engines.base import Database
 from ..errors import InvalidParameterValue
 from ..options import OpenOptions
 from .counters import Counters
-from .messages import Opener
+from .deletion import QueueDeleter
+from .message_rows import MessageReader
 from .moves import MoveTasks
 from .payloads import Payloads
 from .queue_rows import Catalog
@@ -18,7 +19,7 @@ from .receive import Receiver
 from .redrive import DeadLetters
 from .retention import Sweeper
 from .sealing import Sealer
-from .temporary import Keeper
+from .temporary import TemporaryQueues
 
 
 class Runtime:
@@ -33,7 +34,7 @@ class Runtime:
         self.sweeper = Sweeper(self.counters)
         self.sealer = Sealer(options.keyring)
         self.payloads = Payloads(db, payload_dir)
-        self.opener = Opener(self.sealer, self.payloads.store)
+        self.message_reader = MessageReader(self.sealer, self.payloads.store)
         self.dead_letters = DeadLetters()
         self.receiver = Receiver(
             db,
@@ -41,12 +42,13 @@ class Runtime:
             self.catalog,
             self.sweeper,
             self.counters,
-            self.opener,
+            self.message_reader,
             self.dead_letters,
             real_clock=clock is time.time,
         )
         self.moves = MoveTasks(db, self.now_ms, self.counters, self.sealer)
-        self.keeper = Keeper(db, self.now_ms, self.catalog, self.counters)
+        self.deleter = QueueDeleter(db, self.now_ms, self.catalog, self.payloads)
+        self.temporary_queues = TemporaryQueues(db, self.now_ms, self.counters, self.deleter)
 
     def now_ms(self) -> int:
         """The broker clock in epoch milliseconds, the database's unit of time."""
@@ -67,7 +69,7 @@ class Runtime:
         try:
             self.receiver.close()  # no more looks for waiting receives
             self.payloads.settle()  # the files of rows this broker removed last
-            self.keeper.close()
+            self.temporary_queues.close()
             self.moves.close()
             self.counters.close()  # writes the last counts: may fail on a full disk
         finally:

@@ -21,7 +21,7 @@ messages").  What would keep it from opening *any* message of a queue is checked
 claims anything (:meth:`Sealer.require_keys`: no keyring, a keyring file gone or unusable, one without
 the queue's own master key), and fails the receive, which takes nothing.  What is left is one
 message's own trouble (:data:`UNOPENABLE`: its data key wrapped by a key this keyring lacks, or
-damaged): a receive hands that message out flagged (``ops/messages.py``), a move takes it as it is,
+damaged): a receive hands that message out flagged (``ops/message_rows.py``), a move takes it as it is,
 and a new message never reuses a stored data key this broker cannot unwrap.
 """
 

@@ -19,7 +19,7 @@ from ..types import Attribute, SendResult, md5_hex
 from . import attributes as attrs
 from . import fifo, history, validation
 from .counters import SENT, Counters
-from .messages import format_sequence
+from .message_rows import format_sequence
 from .payloads import StoredPayload
 from .queue_rows import Catalog, QueueConfig
 from .sealing import DataKey, Fields, Sealer, seal_fields

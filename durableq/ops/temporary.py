@@ -23,13 +23,15 @@ import os
 import threading
 import weakref
 from collections.abc import Callable
+from typing import Any
 
 from .. import limits
-from ..engines.base import Database
+from ..engines.base import Connection, Database
 from ..errors import DatabaseError, DurableQError
-from . import audit, queue_rows
+from . import queue_rows
 from .counters import MINUTE_MS, Counters
-from .queue_rows import Catalog
+from .deletion import QueueDeleter
+from .queue_rows import QueueConfig
 
 log = logging.getLogger(__name__)
 
@@ -49,29 +51,32 @@ _TOUCH = "UPDATE queues SET touched_at = :now WHERE name = :name AND idle_timeou
 _INTERVAL_MS = int(limits.REAP_INTERVAL * 1000)
 
 
-class Keeper:
-    """One broker's part: heartbeats for the temporary queues it holds, and reaping idle ones."""
+class TemporaryQueues:
+    """One broker's temporary queues: heartbeats for those it holds, deleting one that ends, and
+    reaping the idle ones of any process (each deletion by ``deletion.py``'s one path)."""
 
     def __init__(
-        self, db: Database, clock_ms: Callable[[], int], catalog: Catalog, counters: Counters
+        self, db: Database, clock_ms: Callable[[], int], counters: Counters, deleter: QueueDeleter
     ) -> None:
         self._db = db
         self._clock_ms = clock_ms
-        self._catalog = catalog
         self._counters = counters
+        self._deleter = deleter
         self._held: dict[str, int] = {}  # name -> idle timeout (s)
         self._lock = threading.Lock()
         self._last_reap: int | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        _all_keepers.add(self)
+        _all_instances.add(self)
 
     def hold(self, name: str, idle_timeout: int) -> None:
         """Keep ``name`` alive with heartbeats while this broker is open (or until :meth:`release`)."""
         with self._lock:
             self._held[name] = idle_timeout
             if self._thread is None and not self._stop.is_set():
-                self._thread = threading.Thread(target=self._run, name="durableq-keeper", daemon=True)
+                self._thread = threading.Thread(
+                    target=self._run, name="durableq-temporary-queues", daemon=True
+                )
                 self._thread.start()
 
     def release(self, name: str) -> None:
@@ -104,24 +109,29 @@ class Keeper:
             with self._db.statement() as conn:
                 if conn.execute(_IDLE, {"now": now}).fetchone() is None:
                     return []
-        with self._db.write() as conn:
+
+        def idle(conn: Connection, now: int) -> list[tuple[QueueConfig, dict[str, Any]]]:
             conn.executemany(_TOUCH, [{"now": now, "name": name} for name in held])
-            idle = [name for (name,) in conn.execute(_IDLE, {"now": now})]
-            for name in idle:
-                queue = queue_rows.load(conn, name)
-                queue_rows.delete(conn, queue)
-                audit.record(
-                    conn,
-                    now,
-                    "DeleteQueue",
-                    name,
-                    detail={"reason": "idle", "idle_timeout": queue.idle_timeout},
-                )
-        for name in idle:
-            self._catalog.forget(name)
+            names = [name for (name,) in conn.execute(_IDLE, {"now": now}).fetchall()]
+            queues = [queue_rows.load(conn, name) for name in names]
+            return [(queue, {"reason": "idle", "idle_timeout": queue.idle_timeout}) for queue in queues]
+
+        reaped = self._deleter.delete_chosen(idle, now)
+        for name in reaped:
             self.release(name)
             log.info("deleted temporary queue %s: idle for its idle timeout", name)
-        return idle
+        return reaped
+
+    def end(self, name: str) -> None:
+        """Delete the temporary queue ``name`` now (its ``delete_queue``, the end of its ``with`` block,
+        its broker's close), and hold it no more; nothing if it is gone already."""
+        self.release(name)
+
+        def itself(conn: Connection, now: int) -> list[tuple[QueueConfig, dict[str, Any]]]:
+            queue = queue_rows.find(conn, name)
+            return [] if queue is None else [(queue, {"reason": "temporary"})]
+
+        self._deleter.delete_chosen(itself, self._clock_ms())
 
     def close(self) -> None:
         self._stop.set()
@@ -148,12 +158,12 @@ class Keeper:
         self._lock = threading.Lock()
 
 
-_all_keepers: weakref.WeakSet[Keeper] = weakref.WeakSet()
+_all_instances: weakref.WeakSet[TemporaryQueues] = weakref.WeakSet()
 
 
 def _after_fork_in_child() -> None:
-    for keeper in list(_all_keepers):
-        keeper._forked()
+    for instance in list(_all_instances):
+        instance._forked()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -19,8 +19,8 @@ from durableq.errors import DurableQError
 
 from . import errors, guard, protocol_json, protocol_query, sigv4
 from .actions import ACTIONS, Call, in_sqs_words
-from .actions.messages import receive_request, received
-from .messages import ReceiveView
+from .actions.message_actions import receive_request, received
+from .message_format import ReceiveView
 from .params import Params
 from .urls import Endpoint, queue_name
 from .wire import Request, Response, WireProtocol
@@ -44,7 +44,7 @@ class PendingReceive:
     """A ReceiveMessage whose request is checked, to be awaited on the event loop."""
 
     protocol: WireProtocol
-    queue: durableq.Queue
+    queue: durableq.Queue | durableq.VirtualQueue
     keywords: dict[str, Any]
     view: ReceiveView
     request_id: str

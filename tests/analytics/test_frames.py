@@ -13,7 +13,7 @@ from pyspark.sql.types import DecimalType, IntegerType
 
 import durableq
 from durableq.analytics import COUNTERS, QueueAnalytics, to_rows
-from durableq.analytics.driver import DRIVER_CLASS, jdbc_url
+from durableq.analytics.driver import SQLITE, jdbc_url
 from durableq.types import datetime_from_ms
 from tests.conftest import FakeClock
 
@@ -146,7 +146,7 @@ def test_the_driver_alone_would_type_these_columns_wrongly(
     raw = (
         spark.read.format("jdbc")
         .option("url", jdbc_url(analytics.snapshot_path))
-        .option("driver", DRIVER_CLASS)
+        .option("driver", SQLITE.driver_class)
         .option("dbtable", "messages")
         .load()
     )

@@ -36,6 +36,13 @@ def test_bad_usage_exits_2(run: Run, broker: durableq.Broker, args: tuple[str, .
     assert result.stdout == "" or result.stdout.startswith("Usage:")
 
 
+def test_export_names_its_one_format(run: Run, broker: durableq.Broker) -> None:
+    """``--format`` says what export writes; anything but Parquet is refused before Spark starts."""
+    result = run("export", "--format", "csv", "out", code=2)
+    assert "'csv' is not 'parquet'" in result.output
+    assert "Parquet, the one export writes" in run("export", "--help").output
+
+
 def test_json_goes_after_the_command(run: Run, broker: durableq.Broker) -> None:
     broker.create_queue("jobs")
     assert "No such option '--json'" in run("--json", "queue", "list", code=2).stderr

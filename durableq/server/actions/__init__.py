@@ -16,7 +16,7 @@ from typing import Any
 from durableq.errors import DurableQError
 
 from ..errors import WireError, from_action
-from . import messages, moves, queues
+from . import message_actions, moves, queues
 from .call import Call
 
 Action = Callable[[Call], dict[str, Any]]
@@ -84,7 +84,7 @@ def _refusal(exc: BaseException) -> str | None:
 #: Every action of the SQS API (2012-11-05), by name.
 ACTIONS: dict[str, Action] = {
     name: _in_sqs_words(name, _audited(name, action) if name in MANAGEMENT else action)
-    for name, action in {**queues.ACTIONS, **messages.ACTIONS, **moves.ACTIONS}.items()
+    for name, action in {**queues.ACTIONS, **message_actions.ACTIONS, **moves.ACTIONS}.items()
 }
 
 __all__ = ["ACTIONS", "MANAGEMENT", "Action", "Call", "in_sqs_words"]

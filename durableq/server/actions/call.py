@@ -18,9 +18,10 @@ class Call:
     endpoint: Endpoint
     params: Params
 
-    def queue(self) -> durableq.Queue:
+    def queue(self) -> durableq.Queue | durableq.VirtualQueue:
         """The queue the request's QueueUrl names (QueueDoesNotExist if none); ``URL#NAME`` names the
-        virtual queue NAME of the queue at URL (the convention of AWS's temporary queue client)."""
+        virtual queue NAME of the queue at URL (the convention of AWS's temporary queue client), which
+        refuses the queue's own calls itself (UnsupportedOperation)."""
         url = self.params.required("QueueUrl")
         address, _, virtual = url.partition("#")
         try:

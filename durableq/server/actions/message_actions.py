@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from durableq import BatchResult, Message, Queue, SendEntry
+from durableq import BatchResult, Message, Queue, SendEntry, VirtualQueue
 
 from ..errors import legacy_code
-from ..messages import ReceiveView, attributes_in, send_digests, trace_header_in
+from ..message_format import ReceiveView, attributes_in, send_digests, trace_header_in
 from ..params import Params
 from .call import Call
 
@@ -64,7 +64,7 @@ def _sent(result: dict[str, Any], sequence_number: str | None) -> dict[str, Any]
     return result
 
 
-def receive_request(call: Call) -> tuple[Queue, dict[str, Any], ReceiveView]:
+def receive_request(call: Call) -> tuple[Queue | VirtualQueue, dict[str, Any], ReceiveView]:
     """The queue, the library's keywords and the view of a ReceiveMessage (the endpoint awaits it)."""
     queue = call.queue()
     params = call.params

@@ -1,7 +1,7 @@
 """Message rows as receive returns them, and the in-flight claim every receive path shares.
 
 A row stores a message in plaintext, or sealed (``sealing.py``), with its body inline or in the payload
-store (``payloads.py``); :class:`Opener` turns any of them into the public :class:`~durableq.Message`.
+store (``payloads.py``); :class:`MessageReader` turns any of them into the public :class:`~durableq.Message`.
 
 A sealed row this broker cannot open (its data key out of reach of the keyring, or damaged; its content
 failing its check) is handed out *flagged*: ``message.unreadable`` holds the error, and reading its
@@ -59,7 +59,7 @@ RETURNING {COLUMNS}
 
 def to_message(row: Sequence[Any]) -> Message:
     """A Message from a row of :data:`COLUMNS` stored in plaintext and inline (its first column, the
-    row id, is not shown); :meth:`Opener.messages` takes any row."""
+    row id, is not shown); :meth:`MessageReader.messages` takes any row."""
     return _message(row, row[2], attributes.decode(row[3]) if row[3] else {}, None, None)
 
 
@@ -68,8 +68,9 @@ def format_sequence(sequence: int) -> str:
     return f"{sequence:020d}"
 
 
-class Opener:
-    """Opens stored rows of one broker: sealed fields with its data keys, payloads from its store."""
+class MessageReader:
+    """Reads stored rows into Messages for one broker: sealed fields opened with its data keys,
+    payloads linked to its store."""
 
     def __init__(self, sealer: Sealer, store: PayloadStore) -> None:
         self.sealer = sealer

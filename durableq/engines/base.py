@@ -60,6 +60,12 @@ class Database(Protocol):
     busy_timeout: float
 
     @property
+    def path(self) -> Path | None:
+        """The database's file (SQLite), or None where a server keeps the data (PostgreSQL): what
+        ``Broker.path`` shows (see :func:`.location.file_of`, the same fact before opening)."""
+        ...
+
+    @property
     def conn(self) -> Connection:
         """This thread's connection (autocommit: every statement alone, unless in a transaction below)."""
         ...

@@ -92,6 +92,14 @@ def postgres_engine(location: str) -> ModuleType:
     return postgres
 
 
+def file_of(location: str | os.PathLike[str]) -> Path | None:
+    """The file ``location`` names (a SQLite database's path), or None for a PostgreSQL URL (the server
+    keeps the data): known before the database is opened, and afterwards as ``Database.path``."""
+    if isinstance(location, str) and postgres_url(location):
+        return None
+    return Path(location)
+
+
 def open_database(
     location: str | os.PathLike[str], durability: str, busy_timeout: float, *, create: bool = True
 ) -> Database:

@@ -199,6 +199,9 @@ class Connection:
 class Database:
     """One PostgreSQL database: configured connections (one per thread) and transactions."""
 
+    #: No file: the server keeps the data.
+    path: Path | None = None
+
     def __init__(self, url: str, *, durability: str, busy_timeout: float) -> None:
         self.location = url
         self.name = redacted(url)

@@ -18,9 +18,9 @@ from urllib.parse import parse_qsl, urlsplit
 import psycopg
 
 from ..engines.fileformat import SCHEMA_REVISION
-from ..engines.location import redacted
 from ..engines.postgres import SETTLED_BARRIER, SETTLED_BEGIN, VERSION_TABLE, close_quietly, translate
 from ..engines.spelling import spell, spell_fragments
+from ..engines.urls import redacted
 from ..errors import DatabaseError, NotADurableQDatabase
 from .driver import POSTGRES
 from .errors import AnalyticsError

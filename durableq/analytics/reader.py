@@ -12,7 +12,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 
 from .. import limits
-from ..engines.location import postgres_url
+from ..engines.urls import postgres_url
 from ..errors import InvalidParameterValue, QueueDoesNotExist
 from ..ops import validation
 from . import reports

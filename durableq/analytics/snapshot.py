@@ -27,9 +27,10 @@ from urllib.parse import quote, urlsplit
 from .. import limits
 from ..engines.fileformat import SCHEMA_REVISION
 from ..engines.files import identify
-from ..engines.location import postgres_engine, postgres_url
+from ..engines.location import postgres_engine
 from ..engines.migrate import current
 from ..engines.sqlite import Database, translate
+from ..engines.urls import postgres_url
 from ..errors import DatabaseError, NotADurableQDatabase
 from ..types import datetime_from_ms
 from .driver import DRIVER_CLASS, jdbc_url

@@ -48,8 +48,8 @@ from ..errors import (
 from . import watch
 from .base import Cursor, Params, PerThread
 from .group import GroupStats
-from .location import redacted, scrubbed
 from .spelling import spell
+from .urls import redacted, scrubbed
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from durableq.engines.location import postgres_url
+from durableq.engines.urls import postgres_url
 
 #: Where a run's data lives: a SQLite file's path, or a PostgreSQL URL.
 Location = str | Path

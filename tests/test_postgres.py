@@ -142,8 +142,8 @@ def test_the_listening_socket_becomes_readable_at_a_commit_of_another_connection
     """The watcher's change source: its socket becomes readable when any connection, of any host,
     commits a NOTIFY on the channel (which every durableq write that changed rows sends), and it
     reads as a commit; nothing else makes it readable."""
+    from durableq.engines.change_sources import News
     from durableq.engines.postgres import Database, _ListenSource
-    from durableq.engines.watch import News
 
     db = Database(url, durability="normal", busy_timeout=5)
     source = _ListenSource(db)

@@ -13,7 +13,7 @@ another thread held at that moment stays held in the child for ever:
 So every use of SQLite by the engine, from a single statement to a whole write transaction, runs
 inside :data:`INSIDE`, and a fork (``os.fork``, multiprocessing's ``fork`` method) first holds back
 the threads about to enter and waits until no other thread is inside.  A forked child keeps its
-copies of the parent's connections unclosed for good (``base.keep_inherited``), and gets the
+copies of the parent's connections unclosed for good (``per_thread.keep_inherited``), and gets the
 locks of the library's own objects (:func:`renew_in_child`) anew.  A thread that forks from
 inside (a transaction of its own under way) does not wait: the threads it would wait for may be
 waiting for it.  PostgreSQL needs none of the waiting (its child's copies write to ``/dev/null``).

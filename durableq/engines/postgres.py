@@ -45,9 +45,10 @@ from ..errors import (
     InvalidParameterValue,
     UnsupportedOperation,
 )
-from . import watch
-from .base import Cursor, Params, PerThread
+from . import change_sources, watch, watchers
+from .base import Cursor, Params
 from .group import GroupStats
+from .per_thread import PerThread
 from .spelling import spell
 from .urls import redacted, scrubbed
 
@@ -209,7 +210,7 @@ class Database:
         self.busy_timeout = busy_timeout
         self._connections = PerThread(Connection.close)
         self._closed = False
-        self._watching = watch.Watching(
+        self._watcher_hold = watchers.WatcherHold(
             lambda: ("postgresql", url), self.name, lambda: _ListenSource(self), lambda: _Probe(self)
         )
         _open_databases.add(self)
@@ -260,7 +261,7 @@ class Database:
     def _forget_connections(self) -> None:
         # A forked child must not use its parent's sockets: drop them unclosed (see below).
         self._connections.forget()
-        self._watching.forget()
+        self._watcher_hold.forget()
 
     def is_driver_error(self, exc: BaseException) -> bool:
         return isinstance(exc, psycopg.Error)
@@ -340,7 +341,7 @@ class Database:
             self._restore(conn, holding=holding)
             raise
         if changed:
-            self._watching.committed()
+            self._watcher_hold.committed()
 
     def _restore(self, conn: Connection, *, holding: bool) -> None:
         """After a transaction failed at any step: roll ``conn`` back to idle, or, where that cannot
@@ -364,11 +365,11 @@ class Database:
 
     def watcher(self) -> watch.Watcher:
         """The change watcher of this database (one per process and database)."""
-        return self._watching.get()
+        return self._watcher_hold.get()
 
     def close(self) -> None:
         self._closed = True
-        self._watching.close()
+        self._watcher_hold.close()
         self._connections.close_all()
 
     # -- migrations ------------------------------------------------------------------------
@@ -452,9 +453,9 @@ class _ListenSource:
         self._raw.execute(f"LISTEN {CHANNEL}")
         self.fileno: int | None = self._raw.fileno()
 
-    def read(self) -> watch.News:
+    def read(self) -> change_sources.News:
         if self.fileno is None:
-            return watch.News.NOTHING  # broken earlier: the watcher's periodic probe stands in
+            return change_sources.News.NOTHING  # broken earlier: the watcher's periodic probe stands in
         pgconn = self._raw.pgconn
         try:
             pgconn.consume_input()
@@ -463,10 +464,10 @@ class _ListenSource:
             # probe and on their deadlines) rather than read a dead socket in a loop.
             log.warning("the change notification connection broke; long polls fall back on polling")
             self.fileno = None
-            return watch.News.MAYBE
-        news = watch.News.NOTHING
+            return change_sources.News.MAYBE
+        news = change_sources.News.NOTHING
         while pgconn.notifies() is not None:
-            news = watch.News.COMMITTED
+            news = change_sources.News.COMMITTED
         return news
 
     def close(self) -> None:

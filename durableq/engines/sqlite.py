@@ -31,9 +31,9 @@ from ..errors import (
     DatabaseReadOnly,
     InvalidParameterValue,
 )
-from . import forks, group, watch
-from .base import PerThread, keep_inherited
+from . import change_sources, forks, group, watch, watchers
 from .files import configure_new, fsync_path, identify, use_wal
+from .per_thread import PerThread, keep_inherited
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -110,10 +110,10 @@ class Database:
         self._closed = False
         # The change watcher of this file, once a long poll asked for it (see watcher()).
         wal = Path(f"{path}-wal")
-        self._watching = watch.Watching(
-            lambda: watch.file_key(path),
+        self._watcher_hold = watchers.WatcherHold(
+            lambda: watchers.file_key(path),
             str(path),
-            lambda: watch.os_source(wal),
+            lambda: change_sources.os_source(wal),
             lambda: _VersionProbe(self.connect()),
         )
         # Group commit: writes of this process that wait behind one share the next transaction.
@@ -170,16 +170,16 @@ class Database:
         self._connections.forget()
         shared, self._shared = self._shared, None
         keep_inherited(shared)
-        self._watching.forget()  # nor its watcher thread, which did not come along
+        self._watcher_hold.forget()  # nor its watcher thread, which did not come along
         self._gate.reset()  # nor its writer threads
 
     def watcher(self) -> watch.Watcher:
         """The change watcher of this file (one per process and file, started on first use)."""
-        return self._watching.get()
+        return self._watcher_hold.get()
 
     def close(self) -> None:
         self._closed = True
-        self._watching.close()
+        self._watcher_hold.close()
         self._connections.close_all()
         self._gate.when_free(self._close_shared)  # not under a batch still under way
 
@@ -247,7 +247,7 @@ class Database:
         except sqlite3.Error as exc:
             _rollback(conn)
             raise translate(exc, self.path, self.busy_timeout) from exc
-        self._watching.committed()
+        self._watcher_hold.committed()
 
     def is_driver_error(self, exc: BaseException) -> bool:
         return isinstance(exc, sqlite3.Error)
@@ -350,7 +350,7 @@ class Database:
                 _rollback(conn)
                 raise
         if conn.total_changes != changes:
-            self._watching.committed()
+            self._watcher_hold.committed()
 
     def backup(self, dest: Path, file_mode: int) -> None:
         """Copy the database into the new file ``dest`` with SQLite's online backup API.
@@ -433,7 +433,7 @@ class _Statement:
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         forks.INSIDE.__exit__()  # the statement is done (its cursor read, within the block)
         # Each statement committed on its own: if any changed rows, waiters may want to look.
-        watcher = self._db._watching.current
+        watcher = self._db._watcher_hold.current
         if watcher is not None and self._conn.total_changes != self._changes:
             watcher.committed()
         if isinstance(exc, sqlite3.Error):

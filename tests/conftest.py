@@ -175,7 +175,7 @@ def raw_connection(target: str) -> Iterator[Any]:
         return
     import psycopg
 
-    from durableq.engines.postgres import spell
+    from durableq.engines.spelling import spell
 
     class Spelled:
         def __init__(self, raw: psycopg.Connection[Any]) -> None:

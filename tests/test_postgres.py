@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 import durableq
 from durableq.engines.fileformat import SCHEMA_REVISION
-from durableq.engines.postgres import VERSION_TABLE
+from durableq.engines.postgres.database import VERSION_TABLE
 from durableq.engines.schema import metadata
 from durableq.engines.spelling import spell
 
@@ -143,10 +143,11 @@ def test_the_listening_socket_becomes_readable_at_a_commit_of_another_connection
     commits a NOTIFY on the channel (which every durableq write that changed rows sends), and it
     reads as a commit; nothing else makes it readable."""
     from durableq.engines.change_sources import News
-    from durableq.engines.postgres import Database, _ListenSource
+    from durableq.engines.postgres import Database
+    from durableq.engines.postgres.notify import ListenSource
 
     db = Database(url, durability="normal", busy_timeout=5)
-    source = _ListenSource(db)
+    source = ListenSource(db.raw_connect)
     try:
         assert source.fileno is not None
         assert select.select([source.fileno], [], [], 0.2)[0] == []  # quiet while nobody commits

@@ -18,7 +18,10 @@ from urllib.parse import parse_qsl, urlsplit
 import psycopg
 
 from ..engines.fileformat import SCHEMA_REVISION
-from ..engines.postgres import SETTLED_BARRIER, SETTLED_BEGIN, VERSION_TABLE, close_quietly, translate
+from ..engines.postgres.connection import close_quietly
+from ..engines.postgres.database import VERSION_TABLE
+from ..engines.postgres.errors import translate
+from ..engines.postgres.locks import SETTLED_BARRIER, SETTLED_BEGIN
 from ..engines.spelling import spell, spell_fragments
 from ..engines.urls import redacted
 from ..errors import DatabaseError, NotADurableQDatabase

@@ -29,7 +29,8 @@ from ..engines.fileformat import SCHEMA_REVISION
 from ..engines.files import identify
 from ..engines.location import postgres_engine
 from ..engines.migrate import current
-from ..engines.sqlite import Database, translate
+from ..engines.sqlite import Database
+from ..engines.sqlite.errors import translate
 from ..engines.urls import postgres_url
 from ..errors import DatabaseError, NotADurableQDatabase
 from ..types import datetime_from_ms

@@ -60,7 +60,7 @@ class _Spelled:
         self.raw = raw
 
     def execute(self, statement: str, params: Any = ()) -> Any:
-        from durableq.engines.postgres import spell
+        from durableq.engines.spelling import spell
 
         return self.raw.execute(spell(statement), params)
 
@@ -186,7 +186,7 @@ def counters(location: Location) -> dict[str, Counter[str]]:
 def revision(location: Location) -> str | None:
     table = "alembic_version"
     if str(location).startswith("postgresql://"):
-        from durableq.engines.postgres import VERSION_TABLE as table
+        from durableq.engines.postgres.database import VERSION_TABLE as table
     with reading(location) as conn:
         row = conn.execute(f"SELECT version_num FROM {table}").fetchone()
     return None if row is None else row[0]

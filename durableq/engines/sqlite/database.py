@@ -1,39 +1,28 @@
-"""The connector: opens the SQLite file, hands out per-thread connections,
-runs transactions, and translates driver errors into durableq errors.
-
-This is the only module that talks to ``sqlite3`` exceptions; everything
-above it sees :mod:`durableq.errors`.
+"""The SQLite engine's database: one durableq file, its connections (one per thread, with durableq's
+pragmas), its kinds of transaction (see :mod:`.transactions`), group commit (:mod:`..group`) and the
+change watcher's hold; what migrations need of it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import resource
 import sqlite3
-import tempfile
 import weakref
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock, Timeout
 
-from ..errors import (
-    BrokerClosed,
-    DatabaseCorrupt,
-    DatabaseError,
-    DatabaseFull,
-    DatabaseLocked,
-    DatabaseReadOnly,
-    InvalidParameterValue,
-)
-from . import change_sources, forks, group, watch, watchers
-from .files import configure_new, fsync_path, identify, use_wal
-from .per_thread import PerThread, keep_inherited
+from ...errors import BrokerClosed, DatabaseError, DatabaseLocked
+from .. import change_sources, forks, group, watch, watchers
+from ..files import configure_new, identify, use_wal
+from ..per_thread import PerThread, keep_inherited
+from .copies import backup
+from .errors import translate, unstorable
+from .transactions import BEGIN_WRITE, Grouped, Statement, rollback, transaction
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -41,61 +30,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
-
-
-def translate(exc: sqlite3.Error, path: Path, busy_timeout: float) -> DatabaseError:
-    """The durableq error for a driver error (raise it ``from exc``)."""
-    name = getattr(exc, "sqlite_errorname", "") or ""
-    text = str(exc)
-    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text:
-        return DatabaseLocked(
-            f"{path} stayed locked by another connection for more than {busy_timeout:g} s "
-            "(the busy timeout); retry, or raise busy_timeout"
-        )
-    if name.startswith("SQLITE_NOTADB") or "not a database" in text:
-        return DatabaseCorrupt(
-            f"{path} is not an SQLite database, or its header is damaged ({text}); it was left untouched"
-        )
-    if name.startswith("SQLITE_CORRUPT") or "malformed" in text:
-        return DatabaseCorrupt(f"{path} is damaged ({text})")
-    if name.startswith("SQLITE_READONLY") or "readonly" in text:
-        return DatabaseReadOnly(f"{path} cannot be written: {text}; check the file and directory permissions")
-    if name.startswith("SQLITE_FULL") or "disk is full" in text or "file too large" in text:
-        return DatabaseFull(f"{path}: the disk or a file size limit is full ({text}); nothing was written")
-    if name.startswith("SQLITE_CANTOPEN"):
-        return DatabaseError(
-            f"{path} cannot be opened: {text}; check that the directory exists and is writable"
-        )
-    if name.startswith("SQLITE_IOERR"):
-        # SQLite says only "disk I/O error"; a full disk or a file size limit are the common causes.
-        cause = _no_room(path)
-        if cause:
-            return DatabaseFull(f"{path}: {cause}; the operation was not done (nothing was committed)")
-        return DatabaseError(f"{path}: {text} ({name}); the operation was not done: check the disk")
-    return DatabaseError(f"{path}: {text}")
-
-
-def _unstorable(exc: UnicodeEncodeError) -> InvalidParameterValue:
-    # The last line of defence: arguments are checked before they reach SQLite, but text with a
-    # lone surrogate must never escape as a UnicodeEncodeError from the driver.
-    return InvalidParameterValue(
-        f"an argument holds text that cannot be stored (a lone surrogate): {exc.reason}"
-    )
-
-
-def _no_room(path: Path) -> str | None:
-    """Why a write to ``path`` could fail for lack of room, if it could: no space or a size limit."""
-    try:
-        limit, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
-        sizes = [os.path.getsize(f) for f in (path, Path(f"{path}-wal")) if os.path.exists(f)]
-        if limit != resource.RLIM_INFINITY and any(size + 65_536 >= limit for size in sizes):
-            return f"the file size limit of this process ({limit} bytes, RLIMIT_FSIZE) is reached"
-        space = os.statvfs(path.parent)
-        if space.f_bavail * space.f_frsize < 1_048_576:
-            return "the disk is full (less than 1 MiB free)"
-    except OSError:
-        return None
-    return None
 
 
 class Database:
@@ -197,19 +131,19 @@ class Database:
         each in a savepoint, on the gate's connection: use only the connection it yields (not
         :attr:`conn`, which is this thread's and outside that transaction)."""
         if not self._grouping:
-            return self._transaction("BEGIN IMMEDIATE")
-        return _Grouped(self, transaction=True)
+            return transaction(self, BEGIN_WRITE)
+        return Grouped(self, transaction=True)
 
     def change(self) -> AbstractContextManager[sqlite3.Connection]:
         """Where a write that is one statement runs (a single ``INSERT``/``UPDATE … RETURNING``/
         ``DELETE`` is atomic and takes the write lock when it starts): alone, it commits on its
         own (autocommit); behind other writes, it joins their group like :meth:`write`."""
-        return _Grouped(self, transaction=False) if self._grouping else _Statement(self)
+        return Grouped(self, transaction=False) if self._grouping else Statement(self)
 
-    def statement(self) -> _Statement:
+    def statement(self) -> Statement:
         """This thread's connection for reads that need no snapshot beyond one statement
         (autocommit; not ordered with the writes: use :meth:`change` for a write)."""
-        return _Statement(self)
+        return Statement(self)
 
     @property
     def waiting(self) -> int:
@@ -232,7 +166,7 @@ class Database:
                 conn = self.connect()
             elif conn.in_transaction:  # left open by a failure that could not roll it back
                 conn.execute("ROLLBACK")
-            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(BEGIN_WRITE)
         except sqlite3.Error as exc:
             if conn is not None and (conn is not self._shared or conn.in_transaction):
                 self._shared = None  # unusable: the next batch opens another
@@ -245,7 +179,7 @@ class Database:
         try:
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            _rollback(conn)
+            rollback(conn)
             raise translate(exc, self.path, self.busy_timeout) from exc
         self._watcher_hold.committed()
 
@@ -310,95 +244,31 @@ class Database:
 
         @event.listens_for(engine, "begin")
         def _begin(connection: Any) -> None:
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            connection.exec_driver_sql(BEGIN_WRITE)
 
         return engine
+
+    def backup(self, dest: Path, file_mode: int) -> None:
+        """Copy the database into the new file ``dest`` with SQLite's online backup API (see
+        :func:`.copies.backup`)."""
+        backup(lambda: self.conn, dest, file_mode, self.busy_timeout)
 
     def _translated(self, exc: BaseException) -> BaseException:
         if isinstance(exc, sqlite3.Error):
             return translate(exc, self.path, self.busy_timeout)
         if isinstance(exc, UnicodeEncodeError):
-            return _unstorable(exc)
+            return unstorable(exc)
         return exc
 
     def read(self) -> AbstractContextManager[sqlite3.Connection]:
         """A read transaction: one consistent snapshot for several statements."""
-        return self._transaction("BEGIN")
+        return transaction(self, "BEGIN")
 
     def settled_read(self) -> AbstractContextManager[sqlite3.Connection]:
         """A read transaction (see :meth:`.base.Database.settled_read`): every snapshot of the file is
         settled, as SQLite lets one writer in at a time and numbers a new row one above the highest,
         so ids commit in the order they are given and a snapshot holds all of them up to a point."""
         return self.read()
-
-    @contextmanager
-    def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
-        with forks.INSIDE:
-            conn = self.conn
-            changes = conn.total_changes
-            try:
-                conn.execute(begin)
-                yield conn
-                conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                _rollback(conn)
-                raise translate(exc, self.path, self.busy_timeout) from exc
-            except UnicodeEncodeError as exc:
-                _rollback(conn)
-                raise _unstorable(exc) from None
-            except BaseException:
-                _rollback(conn)
-                raise
-        if conn.total_changes != changes:
-            self._watcher_hold.committed()
-
-    def backup(self, dest: Path, file_mode: int) -> None:
-        """Copy the database into the new file ``dest`` with SQLite's online backup API.
-
-        The copy is one committed state, taken in one step inside one read
-        transaction of this thread's connection: it holds what is still in the
-        WAL, and writers (WAL mode) go on meanwhile.  It is written under a
-        temporary name in ``dest``'s folder, fsynced, and only then linked as
-        ``dest``, so ``dest`` never exists half-written; an existing ``dest`` is
-        refused, never replaced.
-        """
-        try:
-            os.lstat(dest)
-        except FileNotFoundError:
-            pass  # as it should be; a missing folder is named below
-        except (ValueError, UnicodeEncodeError) as exc:  # a NUL byte, or text no file name can hold
-            raise InvalidParameterValue(
-                f"path {str(dest)[:200]!r} is not a usable file name: {exc}"
-            ) from None
-        except OSError as exc:
-            raise InvalidParameterValue(f"cannot write {dest}: {exc.strerror or exc}") from exc
-        else:
-            raise InvalidParameterValue(f"{dest} exists; a backup is written to a new file (remove it first)")
-        folder = dest.parent
-        if not folder.is_dir():
-            raise InvalidParameterValue(f"cannot write {dest}: the folder {folder} does not exist")
-        try:
-            fd, partial = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".partial", dir=folder)
-        except OSError as exc:
-            raise DatabaseError(f"cannot write {dest}: {exc.strerror or exc}") from exc
-        os.close(fd)  # a new file no connection has open: closing it drops no lock
-        try:
-            os.chmod(partial, file_mode)
-            with forks.INSIDE:
-                _copy_into(self.conn, Path(partial), dest, self.busy_timeout)
-            fsync_path(partial)
-            os.link(partial, dest)  # unlike rename, never replaces a file that appeared meanwhile
-            fsync_path(folder)
-        except FileExistsError as exc:
-            raise InvalidParameterValue(
-                f"{dest} appeared while the backup was written; it was left as is"
-            ) from exc
-        except OSError as exc:
-            raise DatabaseError(f"cannot write {dest}: {exc.strerror or exc}") from exc
-        finally:
-            for leftover in (partial, f"{partial}-wal", f"{partial}-shm", f"{partial}-journal"):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(leftover)
 
 
 _open_databases: weakref.WeakSet[Database] = weakref.WeakSet()
@@ -410,84 +280,6 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-class _Statement:
-    """Context manager of :meth:`Database.statement` (a class: it is on every hot path)."""
-
-    __slots__ = ("_changes", "_conn", "_db")
-
-    def __init__(self, db: Database) -> None:
-        self._db = db
-
-    def __enter__(self) -> sqlite3.Connection:
-        forks.INSIDE.__enter__()
-        try:
-            self._conn = conn = self._db.conn
-        except BaseException:
-            forks.INSIDE.__exit__()
-            raise
-        self._changes = conn.total_changes
-        return conn
-
-    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
-        forks.INSIDE.__exit__()  # the statement is done (its cursor read, within the block)
-        # Each statement committed on its own: if any changed rows, waiters may want to look.
-        watcher = self._db._watcher_hold.current
-        if watcher is not None and self._conn.total_changes != self._changes:
-            watcher.committed()
-        if isinstance(exc, sqlite3.Error):
-            raise translate(exc, self._db.path, self._db.busy_timeout) from exc
-        if isinstance(exc, UnicodeEncodeError):
-            raise _unstorable(exc) from None
-
-
-class _Grouped:
-    """Context manager of :meth:`Database.write` and :meth:`Database.change`: through the gate of
-    group commit (see :mod:`.group`).  A class, not a generator: it is on every write's path."""
-
-    __slots__ = ("_alone", "_db", "_transaction", "_turn")
-
-    def __init__(self, db: Database, *, transaction: bool) -> None:
-        self._db = db
-        self._transaction = transaction
-        self._alone: AbstractContextManager[sqlite3.Connection] | None = None
-        self._turn: AbstractContextManager[sqlite3.Connection] | None = None
-
-    def __enter__(self) -> sqlite3.Connection:
-        forks.INSIDE.__enter__()
-        try:
-            return self._enter()
-        except BaseException:
-            forks.INSIDE.__exit__()
-            raise
-
-    def _enter(self) -> sqlite3.Connection:
-        db = self._db
-        member = db._gate.enter()
-        if member is None:  # no other write of this process under way: exactly as without the gate
-            self._alone = alone = db._transaction("BEGIN IMMEDIATE") if self._transaction else _Statement(db)
-            try:
-                return alone.__enter__()
-            except BaseException:
-                db._gate.leave()
-                raise
-        self._turn = turn = db._gate.turn(member)
-        return turn.__enter__()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        try:
-            if self._alone is not None:
-                try:
-                    return self._alone.__exit__(exc_type, exc, tb)
-                finally:
-                    self._db._gate.leave()
-            assert self._turn is not None
-            return self._turn.__exit__(exc_type, exc, tb)
-        finally:
-            forks.INSIDE.__exit__()
 
 
 class _VersionProbe:
@@ -508,24 +300,3 @@ class _VersionProbe:
                 self._conn.close()
         except sqlite3.Error:  # pragma: no cover - closing is best effort
             log.debug("closing the change probe failed", exc_info=True)
-
-
-def _copy_into(source: sqlite3.Connection, target_path: Path, dest: Path, busy_timeout: float) -> None:
-    try:
-        target = sqlite3.connect(target_path, timeout=busy_timeout)
-        try:
-            # pages=-1: every page in one step, so the copy is a single committed state
-            # even while other connections write (a stepwise copy would restart or tear).
-            source.backup(target, pages=-1)
-        finally:
-            target.close()  # in WAL mode like the source; closing checkpoints and removes its WAL
-    except sqlite3.Error as exc:
-        raise translate(exc, dest, busy_timeout) from exc
-
-
-def _rollback(conn: sqlite3.Connection) -> None:
-    if conn.in_transaction:
-        try:
-            conn.execute("ROLLBACK")
-        except sqlite3.Error:  # pragma: no cover - SQLite may have rolled back already
-            log.debug("rollback failed", exc_info=True)

@@ -27,6 +27,7 @@ from typing import Any
 
 import durableq
 from durableq import limits
+from durableq.engines.dialect import SQLITE
 from durableq.ops.messages import COLUMNS
 from durableq.ops.receive import _CLAIM_HEAD
 from durableq.ops.send import _INSERT, new_message_id
@@ -170,7 +171,7 @@ class Floor(Adapter):
             "cap": limits.MAX_IN_FLIGHT_STANDARD,
             "sealed": False,  # the queue encrypts nothing
         }
-        rows = self._conn.execute(_CLAIM_HEAD[False], params).fetchall()  # a queue's own messages
+        rows = self._conn.execute(_CLAIM_HEAD[SQLITE][False], params).fetchall()  # a queue's own messages
         return [Received(row[_MESSAGE_ID], row[_RECEIPT_HANDLE]) for row in rows]
 
     def delete_batch(self, tokens: Sequence[Any]) -> None:

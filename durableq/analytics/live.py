@@ -17,15 +17,15 @@ from urllib.parse import parse_qsl, urlsplit
 
 import psycopg
 
+from ..engines.dialect import POSTGRES
 from ..engines.fileformat import SCHEMA_REVISION
-from ..engines.postgres.connection import close_quietly
+from ..engines.postgres.connection import close_quietly, placeholders
 from ..engines.postgres.database import VERSION_TABLE
 from ..engines.postgres.errors import translate
 from ..engines.postgres.locks import SETTLED_BARRIER, SETTLED_BEGIN
-from ..engines.spelling import spell, spell_fragments
 from ..engines.urls import redacted
 from ..errors import DatabaseError, NotADurableQDatabase
-from .driver import POSTGRES
+from .driver import POSTGRES as POSTGRES_DRIVER
 from .errors import AnalyticsError
 from .snapshot import Snapshot
 
@@ -39,7 +39,8 @@ class PostgresSnapshot(Snapshot):
     """The state a ``REPEATABLE READ`` transaction exported (``snapshot_id``), held open until
     :meth:`close`."""
 
-    driver_class = POSTGRES.driver_class
+    driver_class = POSTGRES_DRIVER.driver_class
+    dialect = POSTGRES
 
     def __init__(self, url: str, conn: psycopg.Connection[Any], snapshot_id: str, now_ms: int) -> None:
         super().__init__(redacted(url), now_ms)
@@ -60,7 +61,9 @@ class PostgresSnapshot(Snapshot):
         if self.closed:
             raise AnalyticsError("this snapshot is closed; take a new one to read again")
         try:
-            return [tuple(row) for row in self._conn.execute(spell(sql), parameters or None).fetchall()]
+            return [
+                tuple(row) for row in self._conn.execute(placeholders(sql), parameters or None).fetchall()
+            ]
         except psycopg.Error as exc:
             raise translate(exc, self._url, _CONNECT_TIMEOUT) from exc
 
@@ -75,14 +78,14 @@ class PostgresSnapshot(Snapshot):
         if parts.password:
             properties["password"] = parts.password
         properties.update(
-            driver=POSTGRES.driver_class,
+            driver=POSTGRES_DRIVER.driver_class,
             connectTimeout=str(_CONNECT_TIMEOUT),
             sessionInitStatement=(
                 "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
                 f"SET TRANSACTION SNAPSHOT '{self.snapshot_id}'"
             ),
         )
-        return url, spell_fragments(sql), properties
+        return url, sql, properties
 
 
 def export(url: str, clock: Callable[[], float]) -> PostgresSnapshot:

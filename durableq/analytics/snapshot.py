@@ -25,11 +25,12 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from .. import limits
+from ..engines.dialect import SQLITE, Dialect
 from ..engines.fileformat import SCHEMA_REVISION
 from ..engines.files import identify
 from ..engines.location import postgres_engine
 from ..engines.migrate import current
-from ..engines.sqlite import Database
+from ..engines.sqlite.database import Database
 from ..engines.sqlite.errors import translate
 from ..engines.urls import postgres_url
 from ..errors import DatabaseError, NotADurableQDatabase
@@ -50,6 +51,8 @@ class Snapshot:
 
     #: The JDBC driver's class.
     driver_class: str
+    #: The SQL of the engine the snapshot is of (for the fragments that differ).
+    dialect: Dialect
     #: Where the snapshot itself is (a copy's path), for messages when Spark cannot open it.
     location: str
 
@@ -80,12 +83,13 @@ class Snapshot:
         raise NotImplementedError
 
     def query(self, sql: str, parameters: Mapping[str, object] | None = None) -> list[tuple[Any, ...]]:
-        """Rows of one query (SQLite's SQL) on the snapshot, in this process (small answers: bounds)."""
+        """Rows of one query (in the snapshot's :attr:`dialect`) on the snapshot, in this process
+        (small answers: bounds)."""
         raise NotImplementedError
 
     def jdbc(self, sql: str) -> tuple[str, str, dict[str, str]]:
-        """What a JDBC read of ``sql`` (SQLite's SQL) takes: the URL, the SQL in the engine's
-        spelling, and the connection properties (the driver, and how each connection reads the
+        """What a JDBC read of ``sql`` (in the snapshot's :attr:`dialect`) takes: the URL, the SQL, and
+        the connection properties (the driver, and how each connection reads the
         snapshot)."""
         raise NotImplementedError
 
@@ -98,6 +102,7 @@ class FileSnapshot(Snapshot):
     """
 
     driver_class = DRIVER_CLASS
+    dialect = SQLITE
 
     def __init__(self, source: Path, path: Path, now_ms: int) -> None:
         super().__init__(source, now_ms)

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import DatabaseError
 from . import watch
-from .group import GroupStats
+from .dialect import Dialect
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -36,7 +37,13 @@ class Cursor(Protocol):
 
 
 class Connection(Protocol):
-    """One connection: statements in SQLite's spelling (see :mod:`.sql`), run as the engine spells them."""
+    """One connection: statements in the SQL both engines share, with the fragments that differ taken
+    from :attr:`dialect`; parameters ``:name`` or ``?``."""
+
+    @property
+    def dialect(self) -> Dialect:
+        """The engine's spelling of the fragments that differ (see :mod:`.dialect`)."""
+        ...
 
     def execute(self, sql: str, parameters: Params = ..., /) -> Cursor: ...
 
@@ -44,6 +51,19 @@ class Connection(Protocol):
 
     @property
     def in_transaction(self) -> bool: ...
+
+
+@dataclass
+class GroupStats:
+    """What group commit did since the database was opened (for tests and benchmarks; all zero on
+    an engine without it: see ``sqlite/group.py``)."""
+
+    alone: int = 0
+    """Writes that ran in a transaction of their own."""
+    batches: int = 0
+    """Shared transactions (of two or more writes each)."""
+    grouped: int = 0
+    """Writes that ran in a shared transaction."""
 
 
 class Database(Protocol):
@@ -55,6 +75,8 @@ class Database(Protocol):
     name: str
     durability: str
     busy_timeout: float
+    #: The engine's spelling of the SQL fragments that differ (every connection's ``dialect``).
+    dialect: Dialect
 
     @property
     def path(self) -> Path | None:

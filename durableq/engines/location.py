@@ -21,10 +21,10 @@ POSTGRES_INSTALL_HINT = "pip install 'durableq[postgres]'"
 
 
 def postgres_engine(location: str) -> ModuleType:
-    """The PostgreSQL engine (:mod:`.postgres`), imported: a clear error if its driver (the
+    """The PostgreSQL engine (:mod:`.postgres.database`), imported: a clear error if its driver (the
     ``postgres`` extra) is not installed.  ``location``: the URL that asked for it."""
     try:
-        from . import postgres
+        from .postgres import database as postgres
     except ModuleNotFoundError as exc:
         if (exc.name or "").partition(".")[0] not in ("psycopg", "psycopg_binary", "psycopg_c"):
             raise
@@ -53,7 +53,7 @@ def open_database(
             location, durability=durability, busy_timeout=busy_timeout
         )
         return database
-    from .sqlite import Database as SqliteDatabase
+    from .sqlite.database import Database as SqliteDatabase
 
     file = Path(location)
     if create:

@@ -4,8 +4,9 @@ in read-only transactions.
 
 The checker compares the journals with these rows rather than with what the
 library says, so a library bug cannot hide itself; ``stats()`` is then
-compared with the same rows.  The statements are written once, in SQLite's
-SQL; on PostgreSQL they run as :func:`durableq.engines.postgres.spell` spells them.
+compared with the same rows.  The statements are written once, in the SQL both
+engines share with sqlite3's parameters; on PostgreSQL they run with psycopg's
+(:func:`durableq.engines.postgres.connection.placeholders`).
 """
 
 from __future__ import annotations
@@ -54,15 +55,15 @@ class Reader(Protocol):
 
 
 class _Spelled:
-    """A psycopg connection whose ``execute`` takes SQLite's SQL (``?`` or ``:name`` parameters)."""
+    """A psycopg connection whose ``execute`` takes sqlite3's parameters (``?`` or ``:name``)."""
 
     def __init__(self, raw: Any) -> None:
         self.raw = raw
 
     def execute(self, statement: str, params: Any = ()) -> Any:
-        from durableq.engines.spelling import spell
+        from durableq.engines.postgres.connection import placeholders
 
-        return self.raw.execute(spell(statement), params)
+        return self.raw.execute(placeholders(statement), params)
 
     def close(self) -> None:
         self.raw.close()

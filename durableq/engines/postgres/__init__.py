@@ -6,7 +6,3 @@ can be (see :mod:`.locks`).  Imported only when a URL asks for PostgreSQL (it ne
 operations use), :mod:`.locks` (the writers' lock: how each kind of transaction begins),
 :mod:`.notify` (``LISTEN``/``NOTIFY`` for the change watcher), :mod:`.errors` (psycopg's errors as
 durableq errors)."""
-
-from .database import Database
-
-__all__ = ["Database"]

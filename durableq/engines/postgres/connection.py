@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import weakref
 from collections.abc import Callable
 from decimal import Decimal
@@ -21,7 +22,7 @@ from psycopg.adapt import Loader
 from psycopg.pq import TransactionStatus
 
 from ..base import Cursor, Params
-from ..spelling import spell
+from ..dialect import POSTGRES
 from .errors import refused, translate, unstorable
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,29 @@ def close_quietly(raw: psycopg.Connection[Any], what: str) -> None:
         log.debug("closing %s failed", what, exc_info=True)
 
 
+_PARAMETER = re.compile(r"'(?:[^']|'')*'|--[^\n]*|/\*.*?\*/|::|:([A-Za-z_]\w*)|\?|%", re.S)
+
+
+@lru_cache(maxsize=1024)
+def placeholders(statement: str) -> str:
+    """``statement`` with sqlite3's parameters (``:name``, ``?``) as psycopg's (``%(name)s``, ``%s``),
+    and every other ``%`` doubled (psycopg reads ``%%`` as ``%`` where parameters are bound); string
+    literals, comments and ``::`` casts as they are.  Once per statement text.  (Only the parameter
+    style: the SQL itself is the operations', fragments from :data:`..dialect.POSTGRES`.)"""
+
+    def placeholder(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if match.group(1) is not None:
+            return f"%({match.group(1)})s"
+        if token == "?":
+            return "%s"
+        if token == "%":
+            return "%%"
+        return token.replace("%", "%%")  # a string literal, a comment or a cast, as it is
+
+    return _PARAMETER.sub(placeholder, statement)
+
+
 @lru_cache(maxsize=1024)
 def _is_write(statement: str) -> bool:
     """Does ``statement`` change rows (so that its commit notifies)?  Once per statement text."""
@@ -85,9 +109,11 @@ def _is_write(statement: str) -> bool:
 
 class Connection:
     """One server connection with the interface the operations use (that of ``sqlite3.Connection``):
-    statements in SQLite's spelling, translated errors, and a count of changed rows."""
+    sqlite3's parameter style, translated errors, and a count of changed rows."""
 
     __slots__ = ("_busy_timeout", "_location", "changes", "raw")
+
+    dialect = POSTGRES
 
     def __init__(self, raw: psycopg.Connection[Any], location: str, busy_timeout: float) -> None:
         self.raw = raw
@@ -96,17 +122,19 @@ class Connection:
         self.changes = 0
 
     def execute(self, statement: str, parameters: Params = (), /) -> Cursor:
-        return self._run(statement, lambda cursor, sql: cursor.execute(sql, parameters or None))
+        if not parameters:  # nothing bound: psycopg sends the text as it is (a "%" stays one)
+            return self._run(statement, lambda cursor: cursor.execute(statement))
+        return self._run(statement, lambda cursor: cursor.execute(placeholders(statement), parameters))
 
     def executemany(self, statement: str, parameters: Any, /) -> Cursor:
-        return self._run(statement, lambda cursor, sql: cursor.executemany(sql, parameters))
+        return self._run(statement, lambda cursor: cursor.executemany(placeholders(statement), parameters))
 
-    def _run(self, statement: str, call: Callable[[psycopg.Cursor[Any], str], object]) -> Cursor:
-        """Run ``call`` on a new cursor with ``statement`` spelled for PostgreSQL; errors translated,
-        changed rows counted (for the commit's NOTIFY)."""
+    def _run(self, statement: str, call: Callable[[psycopg.Cursor[Any]], object]) -> Cursor:
+        """Run ``statement`` by ``call`` on a new cursor; errors translated, changed rows counted
+        (for the commit's NOTIFY)."""
         cursor = self.raw.cursor()
         try:
-            call(cursor, spell(statement))
+            call(cursor)
         except psycopg.Error as exc:
             if refused(exc):
                 raise unstorable(exc) from None

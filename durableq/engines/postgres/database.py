@@ -19,7 +19,8 @@ import psycopg
 
 from ...errors import BrokerClosed, DatabaseError, UnsupportedOperation
 from .. import watch, watchers
-from ..group import GroupStats
+from ..base import GroupStats
+from ..dialect import POSTGRES
 from ..per_thread import PerThread
 from ..urls import redacted
 from .connection import Connection, connect_raw
@@ -40,6 +41,7 @@ class Database:
 
     #: No file: the server keeps the data.
     path: Path | None = None
+    dialect = POSTGRES
 
     def __init__(self, url: str, *, durability: str, busy_timeout: float) -> None:
         self.location = url

@@ -2,7 +2,3 @@
 
 :mod:`.database` (connections, transactions, migrations), :mod:`.transactions` (where statements run),
 :mod:`.errors` (``sqlite3`` errors as durableq errors), :mod:`.copies` (copies of the file in use)."""
-
-from .database import Database
-
-__all__ = ["Database"]

@@ -15,11 +15,12 @@ from pathlib import Path
 from ...errors import DatabaseError, InvalidParameterValue
 from .. import forks
 from ..files import fsync_path
+from .connection import SqliteConnection
 from .errors import translate
 
 
 def backup(
-    connection: Callable[[], sqlite3.Connection], dest: Path, file_mode: int, busy_timeout: float
+    connection: Callable[[], SqliteConnection], dest: Path, file_mode: int, busy_timeout: float
 ) -> None:
     """Copy the database into the new file ``dest`` with SQLite's online backup API.
 

@@ -17,9 +17,13 @@ from typing import TYPE_CHECKING, Any
 from filelock import FileLock, Timeout
 
 from ...errors import BrokerClosed, DatabaseError, DatabaseLocked
-from .. import change_sources, forks, group, watch, watchers
+from .. import change_sources, forks, watch, watchers
+from ..base import GroupStats
+from ..dialect import SQLITE
 from ..files import configure_new, identify, use_wal
 from ..per_thread import PerThread, keep_inherited
+from . import group
+from .connection import SqliteConnection
 from .copies import backup
 from .errors import translate, unstorable
 from .transactions import BEGIN_WRITE, Grouped, Statement, rollback, transaction
@@ -34,6 +38,8 @@ _SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
 
 class Database:
     """One durableq file: configured connections (one per thread) and transactions."""
+
+    dialect = SQLITE
 
     def __init__(self, path: Path, *, durability: str, busy_timeout: float) -> None:
         self.path = path
@@ -56,18 +62,18 @@ class Database:
         self._gate = group.Gate(self._begin_shared, self._commit_shared, self._translated)
         # The connection of those shared transactions: the gate's, no thread's own (not in
         # _connections), so no thread's reads run on it and no thread's end closes it.
-        self._shared: sqlite3.Connection | None = None
+        self._shared: SqliteConnection | None = None
         self._grouping = durability == "full"
         _open_databases.add(self)
 
     # -- connections -------------------------------------------------------
 
-    def connect(self) -> sqlite3.Connection:
+    def connect(self) -> SqliteConnection:
         """A new connection with durableq's pragmas, in autocommit mode (we issue BEGIN ourselves)."""
         with forks.INSIDE:
             return self._connect()
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self) -> SqliteConnection:
         try:
             conn = sqlite3.connect(
                 self.path,
@@ -75,6 +81,7 @@ class Database:
                 isolation_level=None,
                 check_same_thread=False,
                 cached_statements=256,
+                factory=SqliteConnection,
             )
             conn.execute(f"PRAGMA synchronous = {_SYNCHRONOUS[self.durability]}")
             conn.execute("PRAGMA temp_store = MEMORY")
@@ -84,14 +91,14 @@ class Database:
         return conn
 
     @property
-    def conn(self) -> sqlite3.Connection:
+    def conn(self) -> SqliteConnection:
         """This thread's connection, opened on first use and closed when the thread ends."""
         if self._closed:
             raise BrokerClosed(f"{self.path}: the broker is closed")
         conn = self._connections.current()
         return conn if conn is not None else self._connections.adopt(self.connect())
 
-    def _close_connection(self, conn: sqlite3.Connection) -> None:
+    def _close_connection(self, conn: SqliteConnection) -> None:
         try:
             with forks.INSIDE:
                 conn.close()
@@ -124,7 +131,7 @@ class Database:
 
     # -- transactions ------------------------------------------------------
 
-    def write(self) -> AbstractContextManager[sqlite3.Connection]:
+    def write(self) -> AbstractContextManager[SqliteConnection]:
         """A write transaction: ``BEGIN IMMEDIATE`` takes the write lock up front, so it
         never fails half-way on a lock upgrade.  At durability "full" it is group-committed
         (see :mod:`.group`): it may share its transaction with other writes of this process,
@@ -134,7 +141,7 @@ class Database:
             return transaction(self, BEGIN_WRITE)
         return Grouped(self, transaction=True)
 
-    def change(self) -> AbstractContextManager[sqlite3.Connection]:
+    def change(self) -> AbstractContextManager[SqliteConnection]:
         """Where a write that is one statement runs (a single ``INSERT``/``UPDATE … RETURNING``/
         ``DELETE`` is atomic and takes the write lock when it starts): alone, it commits on its
         own (autocommit); behind other writes, it joins their group like :meth:`write`."""
@@ -151,11 +158,11 @@ class Database:
         return self._gate.waiting
 
     @property
-    def group_stats(self) -> group.GroupStats:
+    def group_stats(self) -> GroupStats:
         """How many writes ran alone and how many shared a transaction (see :mod:`.group`)."""
         return self._gate.stats
 
-    def _begin_shared(self) -> sqlite3.Connection:
+    def _begin_shared(self) -> SqliteConnection:
         """A shared transaction begun on the gate's connection (opened on first use), for a batch
         of group commit; only the gate calls this, while it holds the batch."""
         if self._closed:
@@ -175,7 +182,7 @@ class Database:
         self._shared = conn
         return conn
 
-    def _commit_shared(self, conn: sqlite3.Connection) -> None:
+    def _commit_shared(self, conn: SqliteConnection) -> None:
         try:
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
@@ -260,11 +267,11 @@ class Database:
             return unstorable(exc)
         return exc
 
-    def read(self) -> AbstractContextManager[sqlite3.Connection]:
+    def read(self) -> AbstractContextManager[SqliteConnection]:
         """A read transaction: one consistent snapshot for several statements."""
         return transaction(self, "BEGIN")
 
-    def settled_read(self) -> AbstractContextManager[sqlite3.Connection]:
+    def settled_read(self) -> AbstractContextManager[SqliteConnection]:
         """A read transaction (see :meth:`.base.Database.settled_read`): every snapshot of the file is
         settled, as SQLite lets one writer in at a time and numbers a new row one above the highest,
         so ids commit in the order they are given and a snapshot holds all of them up to a point."""
@@ -286,7 +293,7 @@ class _VersionProbe:
     """The change watcher's probe: ``PRAGMA data_version`` on a connection of its own, which
     changes whenever any other connection, of any process, commits."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: SqliteConnection) -> None:
         self._conn = conn
 
     def __call__(self) -> int:

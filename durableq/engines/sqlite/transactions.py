@@ -12,6 +12,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from .. import forks
+from .connection import SqliteConnection
 from .errors import translate, unstorable
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ BEGIN_WRITE = "BEGIN IMMEDIATE"
 
 
 @contextmanager
-def transaction(db: Database, begin: str) -> Iterator[sqlite3.Connection]:
+def transaction(db: Database, begin: str) -> Iterator[SqliteConnection]:
     """``begin`` … ``COMMIT`` on this thread's connection of ``db`` (rolled back if the block raises);
     a commit that changed rows is passed on to the change watcher."""
     with forks.INSIDE:
@@ -58,7 +59,7 @@ class Statement:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def __enter__(self) -> sqlite3.Connection:
+    def __enter__(self) -> SqliteConnection:
         forks.INSIDE.__enter__()
         try:
             self._conn = conn = self._db.conn
@@ -89,10 +90,10 @@ class Grouped:
     def __init__(self, db: Database, *, transaction: bool) -> None:
         self._db = db
         self._transaction = transaction
-        self._alone: AbstractContextManager[sqlite3.Connection] | None = None
-        self._turn: AbstractContextManager[sqlite3.Connection] | None = None
+        self._alone: AbstractContextManager[SqliteConnection] | None = None
+        self._turn: AbstractContextManager[SqliteConnection] | None = None
 
-    def __enter__(self) -> sqlite3.Connection:
+    def __enter__(self) -> SqliteConnection:
         forks.INSIDE.__enter__()
         try:
             return self._enter()
@@ -100,7 +101,7 @@ class Grouped:
             forks.INSIDE.__exit__()
             raise
 
-    def _enter(self) -> sqlite3.Connection:
+    def _enter(self) -> SqliteConnection:
         db = self._db
         member = db._gate.enter()
         if member is None:  # no other write of this process under way: exactly as without the gate
@@ -128,7 +129,7 @@ class Grouped:
             forks.INSIDE.__exit__()
 
 
-def rollback(conn: sqlite3.Connection) -> None:
+def rollback(conn: SqliteConnection) -> None:
     if conn.in_transaction:
         try:
             conn.execute("ROLLBACK")

@@ -3,24 +3,43 @@ connections, pinned once and run on every engine (``[sqlite]``, ``[postgresql]``
 driver tests are.  Where engines differ, the test asks the engine's named property (never its type)
 and checks that the behaviour is the one the property promises.
 
-The dialect: every fragment of SQL that differs between the engines (``durableq.engines.dialect``)
-does on its engine what its contract says."""
+- the dialect: every fragment of SQL that differs between the engines (``durableq.engines.dialect``)
+  does on its engine what its contract says;
+- the kinds of transaction: ``write()`` runs alone, ``change()`` runs beside other changes exactly
+  where ``concurrent_changes`` says, and ``conn.one_write()`` commits its statements as one;
+- event-id visibility: a ``settled_read()`` never shows an id while a lower one can still commit;
+- the database's file: ``path`` (``location.file_of`` before opening)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
 import durableq
-from durableq.engines.base import Database
+from durableq.engines.base import Connection, Database
 from durableq.engines.dialect import DIALECTS, POSTGRES, SQLITE, encode_ids, for_each_dialect, named
+from durableq.engines.location import file_of
 from durableq.ops.receipts import parse
+
+from .conftest import FakeClock, sql_rows, until
+
+T = TypeVar("T")
 
 #: A few rows to pick from, in the SQL both engines share.
 _NUMBERS = "(SELECT 1 AS x UNION ALL SELECT 2 UNION ALL SELECT 3) AS numbers"
 _WORDS = "(SELECT 'a' AS w UNION ALL SELECT 'b.c' UNION ALL SELECT 'd') AS words"
+#: How long a write waits for a lock before DatabaseLocked, in the tests that hold one.
+_BUSY = 0.5
+#: An event of a queue (its id, then the message id), written by hand.
+_EVENT = (
+    "INSERT INTO message_events (queue_id, at, event, message_id, receive_count) VALUES (?, 0, 'sent', ?, 0)"
+)
 
 
 @pytest.fixture
@@ -28,6 +47,87 @@ def db(broker: durableq.Broker) -> Iterator[Database]:
     """The engine's database under a broker (its schema made), with the queue ``jobs``."""
     broker.create_queue("jobs")
     yield broker._rt.db
+
+
+@pytest.fixture
+def impatient(target: str, clock: FakeClock) -> Iterator[Database]:
+    """As :func:`db`, its writes waiting only :data:`_BUSY` for a lock another holds (durability
+    "normal": no group commit, so a write of this process meets the lock itself)."""
+    with durableq.open(target, clock=clock, durability="normal", busy_timeout=_BUSY) as broker:
+        broker.create_queue("jobs")
+        broker.get_queue("jobs").send_batch([durableq.SendEntry(str(i), f"m{i}") for i in range(3)])
+        yield broker._rt.db
+
+
+@contextmanager
+def several(db: Database) -> Iterator[Connection]:
+    """A change of several statements that commit as one."""
+    with db.change() as conn, conn.one_write():
+        yield conn
+
+
+@contextmanager
+def held_open(
+    block: Callable[[], AbstractContextManager[Connection]], work: Callable[[Connection], T]
+) -> Iterator[T]:
+    """Run ``work(conn)`` inside ``block()`` in a thread of its own and keep the block open (nothing of
+    it committed) until the with-statement ends; yields what ``work`` returned."""
+    ready, release = threading.Event(), threading.Event()
+    done: list[T] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            with block() as conn:
+                done.append(work(conn))
+                ready.set()
+                release.wait(60)
+        except BaseException as exc:  # noqa: BLE001 - reported in the test's thread
+            errors.append(exc)
+            ready.set()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    assert ready.wait(30) and not errors, errors
+    try:
+        yield done[0]
+    finally:
+        release.set()
+        thread.join(60)
+    assert not thread.is_alive() and not errors, errors
+
+
+def _event(conn: Connection, message_id: str) -> int:
+    """Write an event of ``jobs``; its id."""
+    conn.execute(_EVENT, (_jobs_id(conn), message_id))
+    (event_id,) = conn.execute(
+        "SELECT event_id FROM message_events WHERE message_id = ?", (message_id,)
+    ).fetchone()
+    return int(event_id)
+
+
+def _jobs_id(conn: Connection) -> int:
+    return int(conn.execute("SELECT id FROM queues WHERE name = 'jobs'").fetchone()[0])
+
+
+def _claim(conn: Connection) -> list[int]:
+    """Claim the first message of ``jobs`` not being claimed right now, as a receive does."""
+    picker = f"SELECT id FROM messages WHERE queue_id = :q ORDER BY id LIMIT 1 {conn.dialect.skip_locked}"
+    claim = f"UPDATE messages SET receive_count = receive_count + 1 WHERE id IN ({picker}) RETURNING id"
+    return [row[0] for row in conn.execute(claim, {"q": _jobs_id(conn)})]
+
+
+def _events(target: str) -> list[str]:
+    """The message ids of the committed events, read outside durableq."""
+    return [row[0] for row in sql_rows(target, "SELECT message_id FROM message_events ORDER BY event_id")]
+
+
+def _waits_for_a_lock(target: str) -> bool:
+    """Does a connection to ``target`` wait for a lock now?  (An observation for the tests that hold
+    one; SQLite's waits are inside its busy handler, out of sight: always False.)"""
+    if not target.startswith("postgresql://"):
+        return False
+    return bool(sql_rows(target, "SELECT count(*) FROM pg_locks WHERE NOT granted")[0][0])
 
 
 # -- the dialect ------------------------------------------------------------------------------
@@ -101,3 +201,111 @@ def test_the_index_hint_and_the_row_picker_are_valid_sql(db: Database, broker: d
     with db.change() as conn:
         picked = f"SELECT id FROM messages ORDER BY id LIMIT 1 {conn.dialect.skip_locked}"
         assert len(conn.execute(picked).fetchall()) == 1
+
+
+# -- the kinds of transaction -----------------------------------------------------------------
+
+
+def test_one_write_commits_its_statements_together(db: Database, target: str) -> None:
+    with db.change() as conn, conn.one_write():
+        _event(conn, "first")
+        _event(conn, "second")
+    assert _events(target) == ["first", "second"]
+
+
+def test_one_write_that_raises_leaves_none_of_its_statements(db: Database, target: str) -> None:
+    with pytest.raises(ZeroDivisionError), db.change() as conn, conn.one_write():
+        _event(conn, "first")
+        _event(conn, "second")
+        raise ZeroDivisionError
+    assert _events(target) == []
+    with db.change() as conn:  # and the connection goes on
+        _event(conn, "after")
+    assert _events(target) == ["after"]
+
+
+def test_one_write_inside_a_write_is_part_of_it(db: Database, target: str) -> None:
+    with pytest.raises(ZeroDivisionError), db.write() as conn:
+        _event(conn, "before")
+        with conn.one_write():
+            _event(conn, "inside")
+        raise ZeroDivisionError
+    assert _events(target) == []
+
+
+def test_changes_run_side_by_side_exactly_where_the_engine_says(impatient: Database, target: str) -> None:
+    db = impatient
+    with held_open(lambda: several(db), lambda conn: _event(conn, "held")):
+        if db.concurrent_changes:
+            with db.change() as conn:
+                _event(conn, "beside")  # commits while the held change is still open
+            assert _events(target) == ["beside"]
+        else:
+            with pytest.raises(durableq.DatabaseLocked), db.change() as conn:
+                _event(conn, "beside")  # one writer at a time: it waits, then gives up
+    assert sorted(_events(target)) == (["beside", "held"] if db.concurrent_changes else ["held"])
+
+
+def test_claims_pass_over_what_another_change_is_claiming(impatient: Database) -> None:
+    db = impatient
+    with held_open(lambda: several(db), _claim) as first:
+        if db.concurrent_changes:
+            with db.change() as conn:
+                second = _claim(conn)  # not waiting for the held claim's row: the next one
+            assert len(first) == len(second) == 1 and second != first
+        else:
+            with pytest.raises(durableq.DatabaseLocked), db.change() as conn:
+                _claim(conn)
+
+
+@pytest.mark.parametrize("held", ["change", "write"])
+def test_a_write_runs_alone(impatient: Database, target: str, held: str) -> None:
+    """Beside a change or another write under way, a write waits (and here gives up): what it reads
+    stays true until it commits."""
+    db = impatient
+    block = (lambda: several(db)) if held == "change" else db.write
+    with held_open(block, lambda conn: _event(conn, "held")):
+        with pytest.raises(durableq.DatabaseLocked), db.write() as conn:
+            _event(conn, "alone")
+        if held == "write":  # nor does a change run beside a write
+            with pytest.raises(durableq.DatabaseLocked), db.change() as conn:
+                _event(conn, "change")
+    assert _events(target) == ["held"]
+
+
+# -- event-id visibility -------------------------------------------------------------------------
+
+
+def test_a_settled_read_never_shows_an_id_above_one_still_to_commit(target: str, clock: FakeClock) -> None:
+    with durableq.open(target, clock=clock, durability="normal", busy_timeout=60) as broker:
+        broker.create_queue("jobs")
+        db = broker._rt.db
+        seen: list[int] = []
+        with held_open(lambda: several(db), lambda conn: _event(conn, "held")) as held_id:
+            if db.concurrent_changes:
+                with db.change() as conn:
+                    later = _event(conn, "later")  # a higher id, committed first
+                assert later > held_id and _events(target) == ["later"]
+
+            def read() -> None:
+                with db.settled_read() as conn:
+                    seen.extend(row[0] for row in conn.execute("SELECT event_id FROM message_events"))
+
+            reader = threading.Thread(target=read)
+            reader.start()
+            # It reads at once (and must not show the later id without the held one), or waits for
+            # the writes under way.
+            until(lambda: not reader.is_alive() or _waits_for_a_lock(target), "the reader read, or waits")
+        reader.join(60)
+        with db.settled_read() as conn:
+            committed = sorted(row[0] for row in conn.execute("SELECT event_id FROM message_events"))
+    assert not reader.is_alive() and held_id in committed
+    assert sorted(seen) == [i for i in committed if i <= max(seen, default=0)]  # no gap below its highest
+
+
+# -- the database's file ------------------------------------------------------------------------
+
+
+def test_the_database_says_its_file(db: Database, target: str, engine: str) -> None:
+    assert db.path == file_of(target)
+    assert (db.path == Path(target)) if engine == "sqlite" else (db.path is None)

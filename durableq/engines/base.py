@@ -1,11 +1,13 @@
-"""What the operations need from an engine: a connection that runs SQL, and a database that hands
-out connections inside the right kind of transaction.  :mod:`.sqlite` and :mod:`.postgres` provide
-them; the operations (``durableq.ops``) see only these two protocols."""
+"""The engine contract: what the operations need from an engine, a connection that runs SQL and a
+database that hands out connections inside the right kind of transaction.  :mod:`.sqlite` and
+:mod:`.postgres` provide them; the operations (``durableq.ops``) see only these protocols.  Behaviour
+that differs between the engines is a named member here, with its contract (never a check of which
+engine it is); ``tests/test_engine_contract.py`` pins each on every engine."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -52,6 +54,15 @@ class Connection(Protocol):
     @property
     def in_transaction(self) -> bool: ...
 
+    def one_write(self) -> AbstractContextManager[None]:
+        """Inside :meth:`Database.change`: the statements of the block commit as one write, or, if
+        the block raises, none of them (a standard send and its history event).  Where the connection
+        is in autocommit (SQLite's change run alone, each statement committing on its own) it begins
+        the engine's write transaction for the block; where a transaction is open already (a group
+        commit's savepoint, a :meth:`Database.write`, any change on PostgreSQL) the block is part of
+        it and nothing is added.  Errors are translated by the enclosing ``change()``."""
+        ...
+
 
 @dataclass
 class GroupStats:
@@ -67,7 +78,8 @@ class GroupStats:
 
 
 class Database(Protocol):
-    """One open database of either engine (see :class:`.sqlite.Database`, :class:`.postgres.Database`)."""
+    """One open database of either engine (:class:`.sqlite.database.Database`,
+    :class:`.postgres.database.Database`)."""
 
     #: What :func:`durableq.open` takes to open this database again (a path, or a URL).
     location: str
@@ -77,6 +89,13 @@ class Database(Protocol):
     busy_timeout: float
     #: The engine's spelling of the SQL fragments that differ (every connection's ``dialect``).
     dialect: Dialect
+    #: Do writes of :meth:`change` run side by side?  False (SQLite): one writer at a time, so a
+    #: change runs alone, sees every change committed before it, and an id it takes commits before
+    #: any later change's.  True (PostgreSQL): changes run concurrently with each other (never with a
+    #: :meth:`write`): what a change reads in one statement may be changed by another before it
+    #: commits, claims pass over the rows others are claiming (``dialect.skip_locked``), and ids may
+    #: commit out of the order they were taken in (readers of events use :meth:`settled_read`).
+    concurrent_changes: bool
 
     @property
     def path(self) -> Path | None:
@@ -90,11 +109,16 @@ class Database(Protocol):
         ...
 
     def write(self) -> AbstractContextManager[Connection]:
-        """A write transaction of several statements: no other write runs beside it."""
+        """The transaction of a write of several statements that read and write (a FIFO send or
+        receive, a batch, a queue's change, a move): it runs alone, no other write beside it, so what
+        it reads stays true until it commits (SQLite's ``BEGIN IMMEDIATE``, PostgreSQL's writers'
+        lock taken exclusively)."""
         ...
 
     def change(self) -> AbstractContextManager[Connection]:
-        """Where a write of one atomic statement runs (or a few, in :func:`together`)."""
+        """Where a write of one atomic statement runs (a standard send, a claim, a delete, a
+        visibility change), or a few that must commit as one (:meth:`Connection.one_write`).  Changes
+        may run side by side: see :attr:`concurrent_changes`."""
         ...
 
     def statement(self) -> AbstractContextManager[Connection]:
@@ -159,34 +183,3 @@ class Database(Protocol):
     def migration_engine(self) -> Engine:
         """A SQLAlchemy engine for alembic, on connections of this database's settings."""
         ...
-
-
-class Together:
-    """Inside :meth:`Database.change` on SQLite, where each statement commits on its own: the
-    statements of the block form one write transaction (``BEGIN IMMEDIATE`` … ``COMMIT``, rolled
-    back if the block raises).  Errors are translated by the enclosing ``change()`` as for any
-    statement there.  (PostgreSQL's ``change()`` is a transaction already: see :func:`together`.)"""
-
-    __slots__ = ("_conn",)
-
-    def __init__(self, conn: Connection) -> None:
-        self._conn = conn
-
-    def __enter__(self) -> None:
-        self._conn.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
-        if exc is None:
-            self._conn.execute("COMMIT")
-        elif self._conn.in_transaction:
-            self._conn.execute("ROLLBACK")
-
-
-#: A block that needs no transaction of its own (one statement, or already inside one).
-ALREADY: AbstractContextManager[None] = nullcontext()
-
-
-def together(conn: Connection) -> AbstractContextManager[None]:
-    """The statements of the block in one transaction: :class:`Together`, or :data:`ALREADY` if
-    ``conn`` is in one (a group commit's savepoint, any PostgreSQL write)."""
-    return ALREADY if conn.in_transaction else Together(conn)

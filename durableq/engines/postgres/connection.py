@@ -13,6 +13,7 @@ import os
 import re
 import weakref
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any
@@ -30,6 +31,8 @@ log = logging.getLogger(__name__)
 _SYNCHRONOUS = {"full": "on", "normal": "off"}
 _WRITES = ("INSERT", "UPDATE", "DELETE")
 
+#: A block already inside a transaction: nothing to add.
+_INSIDE: AbstractContextManager[None] = nullcontext()
 #: Every driver connection this process opened (the watcher's too), for the fork handler below.
 _raw_connections: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
 #: A forked child's copies of its parent's connections: kept, never closed (see below).
@@ -148,6 +151,13 @@ class Connection:
     @property
     def in_transaction(self) -> bool:
         return self.raw.info.transaction_status != TransactionStatus.IDLE
+
+    def one_write(self) -> AbstractContextManager[None]:
+        """The statements of the block as one write (see :meth:`..base.Connection.one_write`): every
+        write here runs in a transaction already, ``Database.change``'s or ``write``'s."""
+        if not self.in_transaction:
+            raise RuntimeError("a write runs inside Database.change() or Database.write(), never alone")
+        return _INSIDE
 
     @property
     def idle(self) -> bool:

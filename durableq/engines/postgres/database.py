@@ -42,6 +42,8 @@ class Database:
     #: No file: the server keeps the data.
     path: Path | None = None
     dialect = POSTGRES
+    #: Changes take the writers' lock shared: they run side by side (see :mod:`.locks`).
+    concurrent_changes = True
 
     def __init__(self, url: str, *, durability: str, busy_timeout: float) -> None:
         self.location = url
@@ -109,7 +111,7 @@ class Database:
         return self._transaction(BEGIN_WRITE)
 
     def change(self) -> AbstractContextManager[Connection]:
-        """A write of one statement (or a few, in ``together``): the writers' lock, shared."""
+        """A write of one statement (or a few, in ``conn.one_write()``): the writers' lock, shared."""
         return self._transaction(BEGIN_CHANGE)
 
     def read(self) -> AbstractContextManager[Connection]:

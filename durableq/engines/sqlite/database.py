@@ -23,10 +23,10 @@ from ..dialect import SQLITE
 from ..files import configure_new, identify, use_wal
 from ..per_thread import PerThread, keep_inherited
 from . import group
-from .connection import SqliteConnection
+from .connection import BEGIN_WRITE, SqliteConnection
 from .copies import backup
 from .errors import translate, unstorable
-from .transactions import BEGIN_WRITE, Grouped, Statement, rollback, transaction
+from .transactions import Grouped, Statement, rollback, transaction
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -40,6 +40,8 @@ class Database:
     """One durableq file: configured connections (one per thread) and transactions."""
 
     dialect = SQLITE
+    #: One writer at a time: a change runs alone (see :attr:`.base.Database.concurrent_changes`).
+    concurrent_changes = False
 
     def __init__(self, path: Path, *, durability: str, busy_timeout: float) -> None:
         self.path = path

@@ -12,18 +12,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from .. import forks
-from .connection import SqliteConnection
+from .connection import BEGIN_WRITE, SqliteConnection
 from .errors import translate, unstorable
 
 if TYPE_CHECKING:
     from .database import Database
 
 log = logging.getLogger(__name__)
-
-
-#: How a write transaction begins: the write lock taken up front, so it never fails half-way on a lock
-#: upgrade (a plain ``BEGIN`` takes it at the first write, and fails there if another writer came).
-BEGIN_WRITE = "BEGIN IMMEDIATE"
 
 
 @contextmanager

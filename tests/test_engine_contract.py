@@ -122,6 +122,13 @@ def _events(target: str) -> list[str]:
     return [row[0] for row in sql_rows(target, "SELECT message_id FROM message_events ORDER BY event_id")]
 
 
+def _folder(tmp_path: Path) -> Path:
+    """Where snapshots go in a test (beside the test's database, not among its files)."""
+    folder = tmp_path / "snapshots"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
 def _waits_for_a_lock(target: str) -> bool:
     """Does a connection to ``target`` wait for a lock now?  (An observation for the tests that hold
     one; SQLite's waits are inside its busy handler, out of sight: always False.)"""
@@ -276,7 +283,27 @@ def test_a_write_runs_alone(impatient: Database, target: str, held: str) -> None
 # -- event-id visibility -------------------------------------------------------------------------
 
 
-def test_a_settled_read_never_shows_an_id_above_one_still_to_commit(target: str, clock: FakeClock) -> None:
+def _settled_read(db: Database, _: Path) -> list[int]:
+    with db.settled_read() as conn:
+        return [row[0] for row in conn.execute("SELECT event_id FROM message_events")]
+
+
+def _exported(db: Database, folder: Path) -> list[int]:
+    snapshot = db.export_snapshot(lambda: 0.0, folder)
+    try:
+        return [row[0] for row in snapshot.query("SELECT event_id FROM message_events")]
+    finally:
+        snapshot.close()
+
+
+#: The readers that resume after an event id: each must read a settled snapshot.
+SETTLED = {"settled_read": _settled_read, "export_snapshot": _exported}
+
+
+@pytest.mark.parametrize("read", SETTLED.values(), ids=SETTLED.keys())
+def test_a_settled_snapshot_never_shows_an_id_above_one_still_to_commit(
+    target: str, clock: FakeClock, tmp_path: Path, read: Callable[[Database, Path], list[int]]
+) -> None:
     with durableq.open(target, clock=clock, durability="normal", busy_timeout=60) as broker:
         broker.create_queue("jobs")
         db = broker._rt.db
@@ -286,21 +313,51 @@ def test_a_settled_read_never_shows_an_id_above_one_still_to_commit(target: str,
                 with db.change() as conn:
                     later = _event(conn, "later")  # a higher id, committed first
                 assert later > held_id and _events(target) == ["later"]
-
-            def read() -> None:
-                with db.settled_read() as conn:
-                    seen.extend(row[0] for row in conn.execute("SELECT event_id FROM message_events"))
-
-            reader = threading.Thread(target=read)
+            reader = threading.Thread(target=lambda: seen.extend(read(db, _folder(tmp_path))))
             reader.start()
             # It reads at once (and must not show the later id without the held one), or waits for
             # the writes under way.
             until(lambda: not reader.is_alive() or _waits_for_a_lock(target), "the reader read, or waits")
         reader.join(60)
-        with db.settled_read() as conn:
-            committed = sorted(row[0] for row in conn.execute("SELECT event_id FROM message_events"))
+        committed = sorted(_settled_read(db, tmp_path))
     assert not reader.is_alive() and held_id in committed
     assert sorted(seen) == [i for i in committed if i <= max(seen, default=0)]  # no gap below its highest
+
+
+# -- the snapshot for readers outside durableq --------------------------------------------------
+
+
+def test_an_exported_snapshot_holds_still_while_writes_commit(
+    broker: durableq.Broker, db: Database, clock: FakeClock, tmp_path: Path
+) -> None:
+    jobs = broker.get_queue("jobs")
+    jobs.send_batch([durableq.SendEntry(str(i), "before") for i in range(2)])
+    snapshot = db.export_snapshot(clock, _folder(tmp_path))
+    try:
+        jobs.send("after")
+        jobs.receive(max_messages=10)
+        count = "SELECT count(*) FROM messages WHERE body = :body AND receive_count = :n"
+        assert snapshot.query(count, {"body": "before", "n": 0}) == [(2,)]
+        assert snapshot.query("SELECT count(*) FROM messages") == [(2,)]
+        assert snapshot.now_ms == int(clock() * 1000) and snapshot.dialect is db.dialect
+        assert snapshot.source == (db.path or db.name) and (snapshot.file is None) == (db.path is None)
+        url, properties = snapshot.jdbc()
+        assert url.startswith(f"jdbc:{db.dialect.name}:") and "driver" not in properties
+    finally:
+        snapshot.close()
+    assert snapshot.closed
+    assert list(_folder(tmp_path).iterdir()) == []  # a copy is removed with its folder
+
+
+def test_a_database_of_another_schema_revision_is_not_exported(
+    db: Database, target: str, clock: FakeClock, tmp_path: Path
+) -> None:
+    table = "alembic_version" if db.path is not None else "durableq_version"
+    with db.write() as conn:
+        conn.execute(f"UPDATE {table} SET version_num = '0001'")
+    with pytest.raises(durableq.DatabaseError, match="schema revision '0001'"):
+        db.export_snapshot(clock, _folder(tmp_path))
+    assert list(_folder(tmp_path).iterdir()) == []
 
 
 # -- the database's file ------------------------------------------------------------------------

@@ -6,7 +6,8 @@ engine it is); ``tests/test_engine_contract.py`` pins each on every engine."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +76,48 @@ class GroupStats:
     """Shared transactions (of two or more writes each)."""
     grouped: int = 0
     """Writes that ran in a shared transaction."""
+
+
+class ExportedSnapshot(Protocol):
+    """One settled, committed state of a whole database, held still for readers outside durableq
+    (Spark's JDBC reads: several connections, on any host, each at its own moment) until
+    :meth:`close`: a private copy of a file, or a server's transaction snapshot exported by id.
+    Settled as :meth:`Database.settled_read` is: no event at or below its highest id is still to
+    commit."""
+
+    #: Where the snapshot itself is, for messages (a copy's path; the URL and the snapshot's id).
+    location: str
+    #: The clock when the snapshot was taken, read after it was: every row in it was written before.
+    now_ms: int
+    #: The SQL of the engine (for the fragments that differ).
+    dialect: Dialect
+
+    @property
+    def source(self) -> Path | str:
+        """The database it is of: a file's path, or a URL without its password."""
+        ...
+
+    @property
+    def file(self) -> Path | None:
+        """The copy's file, or None where nothing is copied (readers connect to the server)."""
+        ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    def close(self) -> None:
+        """Let the snapshot go (remove the copy; end the exporting transaction)."""
+        ...
+
+    def query(self, sql: str, parameters: Mapping[str, object] | None = None) -> list[tuple[Any, ...]]:
+        """The rows of one query (``:name`` parameters) on the snapshot, in this process."""
+        ...
+
+    def jdbc(self) -> tuple[str, dict[str, str]]:
+        """How a JDBC connection reads the snapshot: its URL, and its connection properties (how each
+        connection opens the snapshot: read only; in the exported transaction), the driver's class
+        aside."""
+        ...
 
 
 class Database(Protocol):
@@ -153,6 +196,15 @@ class Database(Protocol):
 
     def backup(self, dest: Path, file_mode: int) -> None:
         """Copy the database, while in use, into the new file ``dest`` (where the engine can)."""
+        ...
+
+    def export_snapshot(
+        self, clock: Callable[[], float], directory: str | os.PathLike[str] | None
+    ) -> ExportedSnapshot:
+        """A settled snapshot of the database for readers outside durableq (the analytics), checked to
+        be durableq's at the schema revision this code reads.  ``clock``: read once the snapshot is
+        taken.  ``directory``: where a copy goes (None: a private folder in the temp folder), for
+        an engine that copies."""
         ...
 
     # -- errors and migrations (``durableq.engines.migrate``) -----------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +27,7 @@ from .connection import Connection, connect_raw
 from .errors import translate
 from .locks import BEGIN_CHANGE, BEGIN_READ, BEGIN_WRITE, MIGRATION, SETTLED_BARRIER, SETTLED_BEGIN
 from .notify import CHANNEL, ListenSource, TransactionIdProbe
+from .snapshot import ExportedTransaction, export
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -216,6 +217,13 @@ class Database:
 
     def prepare_migration(self) -> None:
         """Nothing to prepare: a PostgreSQL database needs no file settings."""
+
+    def export_snapshot(
+        self, clock: Callable[[], float], directory: str | os.PathLike[str] | None
+    ) -> ExportedTransaction:
+        """The live tables as one exported transaction sees them (see :mod:`.snapshot`; nothing is
+        copied, so ``directory`` does not apply)."""
+        return export(self.location, VERSION_TABLE, clock, self.busy_timeout)
 
     def backup(self, dest: Path, file_mode: int) -> None:
         raise UnsupportedOperation(

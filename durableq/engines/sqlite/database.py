@@ -9,7 +9,7 @@ import logging
 import os
 import sqlite3
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,11 +20,11 @@ from ...errors import BrokerClosed, DatabaseError, DatabaseLocked
 from .. import change_sources, forks, watch, watchers
 from ..base import GroupStats
 from ..dialect import SQLITE
-from ..files import configure_new, identify, use_wal
+from ..files import configure_new, identify, read_revision, use_wal
 from ..per_thread import PerThread, keep_inherited
 from . import group
 from .connection import BEGIN_WRITE, SqliteConnection
-from .copies import backup
+from .copies import FileCopy, backup, copy_for_readers
 from .errors import translate, unstorable
 from .transactions import Grouped, Statement, rollback, transaction
 
@@ -206,15 +206,9 @@ class Database:
         try:
             conn = self.conn
             identify(conn, self.path)
-            has_table = conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'"
-            ).fetchone()
-            if not has_table:
-                return None
-            row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+            return read_revision(conn)
         except sqlite3.Error as exc:
             raise translate(exc, self.path, self.busy_timeout) from exc
-        return row[0] if row else None
 
     @contextmanager
     def migration_lock(self) -> Iterator[None]:
@@ -261,6 +255,12 @@ class Database:
         """Copy the database into the new file ``dest`` with SQLite's online backup API (see
         :func:`.copies.backup`)."""
         backup(lambda: self.conn, dest, file_mode, self.busy_timeout)
+
+    def export_snapshot(
+        self, clock: Callable[[], float], directory: str | os.PathLike[str] | None
+    ) -> FileCopy:
+        """A copy of the file for readers (see :func:`.copies.copy_for_readers`)."""
+        return copy_for_readers(self.path, clock, directory, self.busy_timeout)
 
     def _translated(self, exc: BaseException) -> BaseException:
         if isinstance(exc, sqlite3.Error):

@@ -52,7 +52,7 @@ class Database:
         self._closed = False
         # The change watcher of this file, once a long poll asked for it (see watcher()).
         wal = Path(f"{path}-wal")
-        self._watcher_hold = watchers.WatcherHold(
+        self.watcher_hold = watchers.WatcherHold(
             lambda: watchers.file_key(path),
             str(path),
             lambda: change_sources.os_source(wal),
@@ -61,7 +61,7 @@ class Database:
         # Group commit: writes of this process that wait behind one share the next transaction.
         # Only where a commit waits for an fsync: at "normal" there is nothing to share, and the
         # hand-offs between threads cost more than they save (bench W10).
-        self._gate = group.Gate(self._begin_shared, self._commit_shared, self._translated)
+        self.gate = group.Gate(self._begin_shared, self._commit_shared, self._translated)
         # The connection of those shared transactions: the gate's, no thread's own (not in
         # _connections), so no thread's reads run on it and no thread's end closes it.
         self._shared: SqliteConnection | None = None
@@ -113,18 +113,18 @@ class Database:
         self._connections.forget()
         shared, self._shared = self._shared, None
         keep_inherited(shared)
-        self._watcher_hold.forget()  # nor its watcher thread, which did not come along
-        self._gate.reset()  # nor its writer threads
+        self.watcher_hold.forget()  # nor its watcher thread, which did not come along
+        self.gate.reset()  # nor its writer threads
 
     def watcher(self) -> watch.Watcher:
         """The change watcher of this file (one per process and file, started on first use)."""
-        return self._watcher_hold.get()
+        return self.watcher_hold.get()
 
     def close(self) -> None:
         self._closed = True
-        self._watcher_hold.close()
+        self.watcher_hold.close()
         self._connections.close_all()
-        self._gate.when_free(self._close_shared)  # not under a batch still under way
+        self.gate.when_free(self._close_shared)  # not under a batch still under way
 
     def _close_shared(self) -> None:
         conn, self._shared = self._shared, None
@@ -157,12 +157,12 @@ class Database:
     @property
     def waiting(self) -> int:
         """How many writes of this process wait in line for the next group commit."""
-        return self._gate.waiting
+        return self.gate.waiting
 
     @property
     def group_stats(self) -> GroupStats:
         """How many writes ran alone and how many shared a transaction (see :mod:`.group`)."""
-        return self._gate.stats
+        return self.gate.stats
 
     def _begin_shared(self) -> SqliteConnection:
         """A shared transaction begun on the gate's connection (opened on first use), for a batch
@@ -190,7 +190,7 @@ class Database:
         except sqlite3.Error as exc:
             rollback(conn)
             raise translate(exc, self.path, self.busy_timeout) from exc
-        self._watcher_hold.committed()
+        self.watcher_hold.committed()
 
     def is_driver_error(self, exc: BaseException) -> bool:
         return isinstance(exc, sqlite3.Error)

@@ -9,20 +9,37 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .. import forks
 from .connection import BEGIN_WRITE, SqliteConnection
 from .errors import translate, unstorable
 
 if TYPE_CHECKING:
-    from .database import Database
+    from pathlib import Path
+
+    from ..watchers import WatcherHold
+    from .group import Gate
+
+
+class Owner(Protocol):
+    """What the context managers below need of the SQLite engine's database (``.database.Database``)."""
+
+    path: Path
+    busy_timeout: float
+    #: The group commit's gate, and the hold on the change watcher the commits are passed on to.
+    gate: Gate
+    watcher_hold: WatcherHold
+
+    @property
+    def conn(self) -> SqliteConnection: ...
+
 
 log = logging.getLogger(__name__)
 
 
 @contextmanager
-def transaction(db: Database, begin: str) -> Iterator[SqliteConnection]:
+def transaction(db: Owner, begin: str) -> Iterator[SqliteConnection]:
     """``begin`` … ``COMMIT`` on this thread's connection of ``db`` (rolled back if the block raises);
     a commit that changed rows is passed on to the change watcher."""
     with forks.INSIDE:
@@ -42,16 +59,16 @@ def transaction(db: Database, begin: str) -> Iterator[SqliteConnection]:
             rollback(conn)
             raise
     if conn.total_changes != changes:
-        db._watcher_hold.committed()
+        db.watcher_hold.committed()
 
 
 class Statement:
-    """Context manager of :meth:`Database.statement`, and of :meth:`Database.change` where it runs alone:
-    this thread's connection, each statement committing on its own (a class: it is on every hot path)."""
+    """Context manager of ``Database.statement``, and of ``Database.change`` where it runs alone: this
+    thread's connection, each statement committing on its own (a class: it is on every hot path)."""
 
     __slots__ = ("_changes", "_conn", "_db")
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Owner) -> None:
         self._db = db
 
     def __enter__(self) -> SqliteConnection:
@@ -67,7 +84,7 @@ class Statement:
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         forks.INSIDE.__exit__()  # the statement is done (its cursor read, within the block)
         # Each statement committed on its own: if any changed rows, waiters may want to look.
-        watcher = self._db._watcher_hold.current
+        watcher = self._db.watcher_hold.current
         if watcher is not None and self._conn.total_changes != self._changes:
             watcher.committed()
         if isinstance(exc, sqlite3.Error):
@@ -77,12 +94,12 @@ class Statement:
 
 
 class Grouped:
-    """Context manager of :meth:`Database.write` and :meth:`Database.change`: through the gate of
-    group commit (see :mod:`.group`).  A class, not a generator: it is on every write's path."""
+    """Context manager of ``Database.write`` and ``Database.change``: through the gate of group commit
+    (see :mod:`.group`).  A class, not a generator: it is on every write's path."""
 
     __slots__ = ("_alone", "_db", "_transaction", "_turn")
 
-    def __init__(self, db: Database, *, transaction: bool) -> None:
+    def __init__(self, db: Owner, *, transaction: bool) -> None:
         self._db = db
         self._transaction = transaction
         self._alone: AbstractContextManager[SqliteConnection] | None = None
@@ -98,15 +115,15 @@ class Grouped:
 
     def _enter(self) -> SqliteConnection:
         db = self._db
-        member = db._gate.enter()
+        member = db.gate.enter()
         if member is None:  # no other write of this process under way: exactly as without the gate
             self._alone = alone = transaction(db, BEGIN_WRITE) if self._transaction else Statement(db)
             try:
                 return alone.__enter__()
             except BaseException:
-                db._gate.leave()
+                db.gate.leave()
                 raise
-        self._turn = turn = db._gate.turn(member)
+        self._turn = turn = db.gate.turn(member)
         return turn.__enter__()
 
     def __exit__(
@@ -117,7 +134,7 @@ class Grouped:
                 try:
                     return self._alone.__exit__(exc_type, exc, tb)
                 finally:
-                    self._db._gate.leave()
+                    self._db.gate.leave()
             assert self._turn is not None
             return self._turn.__exit__(exc_type, exc, tb)
         finally:

@@ -32,7 +32,7 @@ _SYNCHRONOUS = {"full": "on", "normal": "off"}
 _WRITES = ("INSERT", "UPDATE", "DELETE")
 
 #: A block already inside a transaction: nothing to add.
-_INSIDE: AbstractContextManager[None] = nullcontext()
+_IN_OPEN_TRANSACTION: AbstractContextManager[None] = nullcontext()
 #: Every driver connection this process opened (the watcher's too), for the fork handler below.
 _raw_connections: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
 #: A forked child's copies of its parent's connections: kept, never closed (see below).
@@ -157,7 +157,7 @@ class Connection:
         write here runs in a transaction already, ``Database.change``'s or ``write``'s."""
         if not self.in_transaction:
             raise RuntimeError("a write runs inside Database.change() or Database.write(), never alone")
-        return _INSIDE
+        return _IN_OPEN_TRANSACTION
 
     @property
     def idle(self) -> bool:

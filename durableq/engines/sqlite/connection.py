@@ -14,7 +14,7 @@ from ..dialect import SQLITE
 BEGIN_WRITE = "BEGIN IMMEDIATE"
 
 #: A block already inside a transaction: nothing to add.
-_INSIDE: AbstractContextManager[None] = nullcontext()
+_IN_OPEN_TRANSACTION: AbstractContextManager[None] = nullcontext()
 
 
 class SqliteConnection(sqlite3.Connection):
@@ -25,7 +25,7 @@ class SqliteConnection(sqlite3.Connection):
     def one_write(self) -> AbstractContextManager[None]:
         """The statements of the block as one write (see :meth:`..base.Connection.one_write`): a
         transaction of their own where the connection is in autocommit, else the open one."""
-        return _INSIDE if self.in_transaction else _OneWrite(self)
+        return _IN_OPEN_TRANSACTION if self.in_transaction else _OneWrite(self)
 
 
 class _OneWrite:

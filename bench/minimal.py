@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .systems import BUSY_TIMEOUT, Adapter, Received, in_transaction
+from .adapter import BUSY_TIMEOUT, Adapter, Received, in_transaction
 
 VISIBILITY_MS = 30_000
 _SCHEMA = (

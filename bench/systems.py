@@ -19,22 +19,24 @@ import importlib.util
 import re
 import sqlite3
 import time
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, NamedTuple
+from typing import Any
 
 import durableq
 from durableq import limits
+from durableq.engines.dialect import SQLITE
 from durableq.ops.message_rows import COLUMNS
 from durableq.ops.receive import _CLAIM_HEAD
 from durableq.ops.send import _INSERT, new_message_id
 from durableq.ops.visibility import _DELETE_ANY_HANDLE
 
+from .adapter import BUSY_TIMEOUT, Adapter, Received, in_transaction
+from .minimal import Minimal
+
 QUEUE = "jobs"
-#: Every system waits this long for another writer (durableq's default busy timeout).
-BUSY_TIMEOUT = 10.0
 #: Peers keep finished rows (ack/done marks a status); the adapter clears them this often with
 #: the peer's own clean-up call, so their tables stay small as durableq's do (durableq deletes).
 TIDY_EVERY = 100
@@ -91,50 +93,6 @@ def version(name: str) -> str:
         return "not installed"
 
 
-class Received(NamedTuple):
-    key: str  # the system's message id: what the duplicate checks group by
-    token: Any  # what delete needs (a receipt handle, a row id, ...)
-
-
-class Unsupported(Exception):
-    """The system has no such operation (e.g. batches); the report says "n/a"."""
-
-
-class Adapter(ABC):
-    """One open system.  Batch methods exist only where the system has a batch API."""
-
-    batches: ClassVar[bool] = False
-
-    @abstractmethod
-    def send(self, body: str) -> None: ...
-
-    @abstractmethod
-    def receive(self) -> Received | None:
-        """Claim one message (None when nothing is visible)."""
-
-    @abstractmethod
-    def delete(self, token: Any) -> None: ...
-
-    def receive_one(self) -> Received:
-        """Claim one message that must be there (a workload that sent it knows)."""
-        received = self.receive()
-        if received is None:
-            raise RuntimeError(f"{type(self).__name__}: the queue was empty where a message was expected")
-        return received
-
-    def send_batch(self, bodies: Sequence[str]) -> None:
-        raise Unsupported
-
-    def receive_batch(self, limit: int) -> list[Received]:
-        raise Unsupported
-
-    def delete_batch(self, tokens: Sequence[Any]) -> None:
-        raise Unsupported
-
-    @abstractmethod
-    def close(self) -> None: ...
-
-
 def create_durableq_file(path: Path, durability: str, queue: str = QUEUE, **settings: Any) -> None:
     """The schema and the queue row, made by durableq itself (the floor's file, too)."""
     with durableq.open(path, durability=durability) as broker:
@@ -150,18 +108,6 @@ _INSERT_NULLS = dict.fromkeys(_INSERT_PARAMS - _FLOOR_FILLS)
 #: Where the claim's RETURNING row holds what the floor reads (durableq.messages.COLUMNS).
 _RETURNED = [name.strip() for name in COLUMNS.split(",")]
 _MESSAGE_ID, _RECEIPT_HANDLE = _RETURNED.index("message_id"), _RETURNED.index("receipt_handle")
-
-
-def in_transaction(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> None:
-    """``executemany`` in one transaction; like durableq's batch paths, ``BEGIN IMMEDIATE`` takes
-    the write lock up front."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        conn.executemany(sql, params)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def _now_ms() -> int:
@@ -225,7 +171,7 @@ class Floor(Adapter):
             "cap": limits.MAX_IN_FLIGHT_STANDARD,
             "sealed": False,  # the queue encrypts nothing
         }
-        rows = self._conn.execute(_CLAIM_HEAD[False], params).fetchall()  # a queue's own messages
+        rows = self._conn.execute(_CLAIM_HEAD[SQLITE][False], params).fetchall()  # a queue's own messages
         return [Received(row[_MESSAGE_ID], row[_RECEIPT_HANDLE]) for row in rows]
 
     def delete_batch(self, tokens: Sequence[Any]) -> None:
@@ -350,8 +296,6 @@ class LiteQueue(_Peer):
     def close(self) -> None:
         self._q.close()
 
-
-from .minimal import Minimal  # noqa: E402 - it builds on Adapter, defined above
 
 _ADAPTERS: dict[str, type[Adapter]] = {
     "minimal": Minimal,

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import click
 
 import durableq
-from durableq.engines.location import postgres_url
+from durableq.engines.urls import postgres_url
 from durableq.text import printable
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -12,7 +12,8 @@ import durableq
 from durableq import limits
 from durableq.engines import migrate
 from durableq.engines.base import Database
-from durableq.engines.location import open_database, postgres_url, redacted
+from durableq.engines.location import open_database
+from durableq.engines.urls import postgres_url, redacted
 
 from .base import db_location, existing_db_location, open_broker
 from .output import emit, json_option, table

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from durableq import server
-from durableq.engines.location import redacted
+from durableq.engines.urls import redacted
 from durableq.server import logs
 
 from .base import CommandFailed, db_location, settings

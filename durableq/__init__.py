@@ -1,5 +1,4 @@
-"""durableq: a durable message queue on one SQLite file (or a PostgreSQL database), with the
-semantics of Amazon SQS.
+"""durableq: a durable message queue with the semantics of Amazon SQS, on one SQLite file or PostgreSQL.
 
 import durableq
 with durableq.open("queue.db") as broker:

@@ -14,9 +14,8 @@ from typing import Any
 
 from . import limits
 from .engines.base import Database
-from .engines.location import open_database, postgres_url
+from .engines.location import file_of, open_database
 from .engines.migrate import ensure_schema
-from .engines.sqlite import Database as SqliteDatabase
 from .errors import DurableQError, InvalidParameterValue
 from .keyring import Keyring
 from .limits import DEFAULT, _Default
@@ -84,9 +83,7 @@ def reopen(options: OpenOptions) -> Broker:
         )
     location = options.location
     # Checked before the file is made: a folder that is not private, or holds the database, is refused.
-    payloads = payload_folder.location(
-        options.payload_dir, None if postgres_url(location) else Path(location)
-    )
+    payloads = payload_folder.location(options.payload_dir, file_of(location))
     if options.keyring is not None:
         options.keyring.check()  # one that does not exist (or is unusable) is an error here, never made later
     db = open_database(location, options.durability, options.busy_timeout)
@@ -111,8 +108,7 @@ class Broker:
     @property
     def path(self) -> Path | None:
         """The SQLite file (None for a PostgreSQL database: see :attr:`location`)."""
-        db = self._rt.db
-        return db.path if isinstance(db, SqliteDatabase) else None
+        return self._rt.db.path
 
     @property
     def location(self) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import limits
-from .engines.location import postgres_url, redacted
+from .engines.urls import postgres_url, redacted
 from .errors import InvalidParameterValue
 from .keyring import Keyring
 from .ops import validation

@@ -150,7 +150,8 @@ def broker(target: str, db_path: Path, clock: FakeClock) -> Iterator[durableq.Br
 
 
 def sql_rows(target: str, statement: str, *params: object) -> list[tuple[Any, ...]]:
-    """The rows of ``statement`` (SQLite's SQL, ``?`` parameters), run outside durableq on either engine."""
+    """The rows of ``statement`` (SQL both engines share, ``?`` parameters), run outside durableq on
+    either engine."""
     with raw_connection(target) as conn:
         return [tuple(row) for row in conn.execute(statement, params).fetchall()]
 
@@ -164,8 +165,8 @@ def sql_run(target: str, statement: str, *params: object) -> int:
 
 @contextmanager
 def raw_connection(target: str) -> Iterator[Any]:
-    """A plain driver connection to ``target`` (autocommit) whose ``execute`` takes SQLite's SQL:
-    ``sqlite3`` for a file, psycopg for PostgreSQL (statements spelled as durableq spells them)."""
+    """A plain driver connection to ``target`` (autocommit) whose ``execute`` takes sqlite3's parameters
+    (``?``, ``:name``): ``sqlite3`` for a file, psycopg for PostgreSQL (turned into psycopg's)."""
     if not target.startswith("postgresql://"):
         conn = sqlite3.connect(target, isolation_level=None)
         try:
@@ -175,14 +176,14 @@ def raw_connection(target: str) -> Iterator[Any]:
         return
     import psycopg
 
-    from durableq.engines.postgres import spell
+    from durableq.engines.postgres.connection import placeholders
 
     class Spelled:
         def __init__(self, raw: psycopg.Connection[Any]) -> None:
             self.raw = raw
 
         def execute(self, statement: str, params: Any = ()) -> Any:
-            return self.raw.execute(spell(statement), params or None)  # type: ignore[arg-type]
+            return self.raw.execute(placeholders(statement), params or None)  # type: ignore[arg-type]
 
     with psycopg.connect(target, autocommit=True, cursor_factory=psycopg.ClientCursor) as pg:
         yield Spelled(pg)

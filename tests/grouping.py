@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import durableq
-from durableq.engines.sqlite import Database
+from durableq.engines.sqlite.database import Database
 
 from .conftest import until
 

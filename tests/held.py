@@ -12,7 +12,7 @@ from typing import Any
 import psycopg
 
 import durableq
-from durableq.engines.postgres import SETTLED_BARRIER
+from durableq.engines.postgres.locks import SETTLED_BARRIER
 
 from .conftest import until
 

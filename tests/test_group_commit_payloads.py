@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import durableq
-from durableq.engines import group
+from durableq.engines.sqlite import group
 from tests.conftest import FakeClock, threads_inside, until
 from tests.grouping import Blocking, Calls, db_of
 

@@ -28,7 +28,8 @@ from typing import Any
 import pytest
 
 import durableq
-from durableq.engines import forks, group
+from durableq.engines import forks
+from durableq.engines.sqlite import group
 from tests.conftest import FakeClock, threads_inside, until
 from tests.grouped_writers import WATCHDOG
 from tests.grouping import Blocking, Calls, db_of, gate_held, line_up, wait_child

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from durableq.cli import main
 
 import durableq
-from durableq.engines.location import redacted
+from durableq.engines.urls import redacted
 
 SECRET = "s3cr%65t"  # percent-encoded: libpq reads "s3cret"; neither spelling may show
 

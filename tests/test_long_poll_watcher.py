@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 import durableq
-from durableq.engines import forks, watch
-from durableq.engines.base import PerThread
+from durableq.engines import change_sources, forks, watch
+from durableq.engines.per_thread import PerThread
 from tests.conftest import threads_inside, until_long_polls_wait
 
 
@@ -183,14 +183,14 @@ def test_closing_the_broker_wakes_waiting_receives(target: str) -> None:
 
 def test_the_stat_poll_fallback_wakes_a_long_poll(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Where inotify is missing, one thread per file polls the WAL's stamp for every waiter."""
-    monkeypatch.setattr(watch, "os_source", watch.StatSource)
+    monkeypatch.setattr(change_sources, "os_source", change_sources.StatSource)
     with durableq.open(db_path, durability="normal") as broker:
         queue = broker.create_queue("jobs")
         got: list[list[durableq.Message]] = []
         waiter = threading.Thread(target=lambda: got.append(queue.receive(wait_time=20)))
         waiter.start()
         until(lambda: waiting(broker) == 1)
-        assert isinstance(broker._rt.db.watcher()._source, watch.StatSource)
+        assert isinstance(broker._rt.db.watcher()._source, change_sources.StatSource)
         send_from_another_process(db_path, "jobs", ["polled"])
         waiter.join(30)
     assert [m.body for m in got[0]] == ["polled"]

@@ -19,7 +19,7 @@ import durableq
 from durableq.engines import migrate
 from durableq.engines.fileformat import SCHEMA_REVISION
 from durableq.engines.schema import metadata
-from durableq.engines.sqlite import Database
+from durableq.engines.sqlite.database import Database
 from tests.conftest import sql_rows
 
 
@@ -34,7 +34,7 @@ def _engine(target: str | Path) -> Engine:
 def _version_table(target: str | Path) -> str:
     """The table alembic keeps the revision in, on ``target``'s engine."""
     if str(target).startswith("postgresql://"):
-        from durableq.engines.postgres import Database as PostgresDatabase
+        from durableq.engines.postgres.database import Database as PostgresDatabase
 
         return PostgresDatabase.version_table
     return Database.version_table

@@ -14,7 +14,7 @@ import pytest
 import durableq
 from durableq.engines import migrate
 from durableq.engines.fileformat import APPLICATION_ID
-from durableq.engines.sqlite import Database
+from durableq.engines.sqlite.database import Database
 
 
 def _digest(path: Path) -> str:

@@ -12,7 +12,7 @@ import pytest
 
 import durableq
 from durableq import SendEntry
-from durableq.engines.postgres import _WRITERS
+from durableq.engines.postgres.locks import WRITERS
 
 from .conftest import until
 
@@ -36,7 +36,7 @@ def _holders_of_the_writers_lock(admin: psycopg.Connection[Any]) -> int:
     row = admin.execute(
         "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
         "AND (classid::bigint << 32 | objid::bigint) = %s AND objsubid = 1",
-        (_WRITERS,),
+        (WRITERS,),
     ).fetchone()
     assert row is not None
     return int(row[0])
@@ -46,7 +46,7 @@ def test_a_lock_timeout_leaves_the_thread_able_to_go_on(pg_url: str, admin: psyc
     with durableq.open(pg_url, durability="normal", busy_timeout=0.3) as broker:
         jobs = broker.create_queue("jobs", history=True)
         jobs.send("before")
-        admin.execute(f"SELECT pg_advisory_lock({_WRITERS})")  # the writers' lock, held elsewhere
+        admin.execute(f"SELECT pg_advisory_lock({WRITERS})")  # the writers' lock, held elsewhere
         for attempt in (
             lambda: jobs.send("blocked"),  # a one-statement write: the lock shared
             lambda: jobs.send_batch([SendEntry("1", "blocked")]),  # a write that runs alone
@@ -57,7 +57,7 @@ def test_a_lock_timeout_leaves_the_thread_able_to_go_on(pg_url: str, admin: psyc
                 attempt()
             assert _left_in_a_transaction(admin) == []
         assert broker.list_queues() == ["jobs"]  # reads that take no lock go on meanwhile
-        admin.execute(f"SELECT pg_advisory_unlock({_WRITERS})")
+        admin.execute(f"SELECT pg_advisory_unlock({WRITERS})")
         # Nor did a settled read keep its lock (a counter flush waiting meanwhile holds it a moment).
         until(lambda: _holders_of_the_writers_lock(admin) == 0, "nobody holds the writers' lock")
         jobs.send("after")  # the same thread, the same broker

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import durableq
+from durableq.engines.dialect import SQLITE
 from durableq.ops import fifo, history, relocation, visibility
 
 PARAMS = {
@@ -27,13 +28,17 @@ PARAMS = {
     "handles": '[[1, "a"]]',
 }
 STATEMENTS = {
-    "movable rows": relocation._MOVABLE,
-    "dead-letter move": relocation._STATEMENTS[relocation.Kind.DEAD_LETTER][0],
-    "move-task move": relocation._STATEMENTS[relocation.Kind.MOVE_TASK][0],
-    "history of the rows leaving": history._INSERT_FROM_MESSAGES.format(where=relocation._MOVABLE_WHERE),
-    "history of the rows arriving": history._INSERT_FROM_MESSAGES.format(where=relocation._ARRIVED_WHERE),
-    "delete_batch of a history queue": visibility._DELETE_HANDLES_RETURNING,
-    "FIFO attempt replay": fifo._ATTEMPT_ROWS,
+    "movable rows": relocation._MOVABLE[SQLITE],
+    "dead-letter move": relocation._STATEMENTS[SQLITE][relocation.Kind.DEAD_LETTER][0],
+    "move-task move": relocation._STATEMENTS[SQLITE][relocation.Kind.MOVE_TASK][0],
+    "history of the rows leaving": history._INSERT_FROM_MESSAGES.format(
+        where=relocation._MOVABLE_WHERE[SQLITE]
+    ),
+    "history of the rows arriving": history._INSERT_FROM_MESSAGES.format(
+        where=relocation._ARRIVED_WHERE[SQLITE]
+    ),
+    "delete_batch of a history queue": visibility._DELETE_HANDLES_RETURNING[SQLITE],
+    "FIFO attempt replay": fifo._ATTEMPT_ROWS[SQLITE],
 }
 
 

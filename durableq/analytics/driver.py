@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..engines.location import file_of
 from .errors import JdbcDriverNotFound
 
 
@@ -81,6 +82,6 @@ def find_jdbc_jar(
     raise JdbcDriverNotFound(f"no {driver.name} JDBC driver jar was found; {driver.how_to_get}")
 
 
-def jdbc_url(database: Path) -> str:
-    """The JDBC URL of an SQLite file."""
-    return f"jdbc:sqlite:{database}"
+def driver_of(location: str | os.PathLike[str]) -> Driver:
+    """The driver that reads a snapshot of ``location``: SQLite's for a file, PostgreSQL's for a URL."""
+    return SQLITE if file_of(location) is not None else POSTGRES

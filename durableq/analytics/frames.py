@@ -19,7 +19,7 @@ import re
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ..engines.sql import byte_length
+from ..engines.dialect import Dialect
 from ..ops.retention import unexpired_sql
 from ..ops.states import STATE_SQL
 from .errors import JdbcDriverNotFound
@@ -95,13 +95,16 @@ GROUP BY q.name, ((m.enqueued_at + q.retention_period * 1000) / 60000) * 60000) 
 _UNSWEPT_TYPES = "queue STRING, minute BIGINT, expired_unswept BIGINT"
 
 
-def messages_query(now_ms: int) -> str:
-    """The JDBC query of the unexpired messages at ``now_ms``, classified by the library's SQL."""
+def messages_query(dialect: Dialect, now_ms: int) -> str:
+    """The JDBC query of the unexpired messages at ``now_ms``, classified by the library's SQL (in
+    ``dialect``, the snapshot's engine's)."""
     if not _NOW.search(STATE_SQL):
         raise RuntimeError("durableq.ops.states.STATE_SQL no longer uses the :now parameter")
     now = str(int(now_ms))
     return _MESSAGES_SQL.format(
-        state=_NOW.sub(now, STATE_SQL), unexpired=_UNEXPIRED.format(now=now), body_bytes=byte_length("body")
+        state=_NOW.sub(now, STATE_SQL),
+        unexpired=_UNEXPIRED.format(now=now),
+        body_bytes=dialect.byte_length("body"),
     )
 
 
@@ -134,7 +137,9 @@ def partition_predicates(snapshot: Snapshot, partitions: int, window: TimeWindow
     (everything) for an empty read.
     """
     where = _window_sql("enqueued_at", window.since_ms, window.until_ms) or ["1 = 1"]
-    query = _SPLITS_SQL.format(messages=messages_query(snapshot.now_ms), where=" AND ".join(where))
+    query = _SPLITS_SQL.format(
+        messages=messages_query(snapshot.dialect, snapshot.now_ms), where=" AND ".join(where)
+    )
     splits = [low for (low,) in snapshot.query(query, {"parts": max(1, partitions)})][1:]
     if not splits:
         return ["1 = 1"]
@@ -145,7 +150,9 @@ def partition_predicates(snapshot: Snapshot, partitions: int, window: TimeWindow
 def read_messages(spark: SparkSession, snapshot: Snapshot, partitions: int, window: TimeWindow) -> DataFrame:
     """Unexpired messages sent in ``window``, read in up to ``partitions`` even parts of the snapshot."""
     predicates = partition_predicates(snapshot, partitions, window)
-    raw = _read(spark, snapshot, messages_query(snapshot.now_ms), _MESSAGES_TYPES, predicates)
+    raw = _read(
+        spark, snapshot, messages_query(snapshot.dialect, snapshot.now_ms), _MESSAGES_TYPES, predicates
+    )
     raw = _window_filter(raw, "enqueued_at", window.since_ms, window.until_ms)
     return raw.select(
         "row_id",
@@ -192,7 +199,12 @@ def read_metrics(
 
 def read_depth(spark: SparkSession, snapshot: Snapshot) -> DataFrame:
     """Unexpired messages per queue at the snapshot time (queues with none are absent), counted by SQLite."""
-    return _read(spark, snapshot, _DEPTH_SQL.format(messages=messages_query(snapshot.now_ms)), _DEPTH_TYPES)
+    return _read(
+        spark,
+        snapshot,
+        _DEPTH_SQL.format(messages=messages_query(snapshot.dialect, snapshot.now_ms)),
+        _DEPTH_TYPES,
+    )
 
 
 def read_unswept(spark: SparkSession, snapshot: Snapshot) -> DataFrame:

@@ -12,16 +12,15 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 
 from .. import limits
-from ..engines.location import postgres_url
 from ..errors import InvalidParameterValue, QueueDoesNotExist
 from ..ops import validation
 from . import reports
-from .driver import POSTGRES, SQLITE
+from .driver import driver_of
 from .errors import AnalyticsError
 from .events import read_event_table
 from .frames import read_depth, read_messages, read_metrics, read_queues, read_unswept
 from .session import plan_session, start_session
-from .snapshot import FileSnapshot, Snapshot, take
+from .snapshot import Snapshot, take
 from .window import EVERYTHING, TimeWindow, time_window
 
 
@@ -81,9 +80,9 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
         size (default: Spark's default parallelism).  ``snapshot_dir``: where
         the copy goes (default: a private folder in the temp folder); on a
         cluster, storage every executor reads (see
-        :func:`~durableq.analytics.snapshot.copy` for the permissions); on
+        :func:`~durableq.analytics.snapshot.take` for the permissions); on
         PostgreSQL nothing is copied and it does not apply (every executor
-        connects to the database: see :mod:`~durableq.analytics.live`).
+        connects to the database: see ``durableq.engines.postgres.snapshot``).
         ``since``/``until`` (timezone-aware datetimes): only messages sent, and
         counter minutes, in ``[since, until)``; SQLite applies the window, so
         the rest of the file is never read into Spark.
@@ -97,7 +96,7 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
         window = time_window(since, until)
         clock = clock or time.time
         # Decided (and a missing driver found) before copying anything; started after the copy.
-        driver = POSTGRES if isinstance(path, str) and postgres_url(path) else SQLITE
+        driver = driver_of(path)
         plan = None if spark is not None else plan_session(master, jdbc_jar, driver)
         snapshot = take(path, clock, snapshot_dir)
         owns = False
@@ -152,7 +151,7 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
     def snapshot_path(self) -> Path | None:
         """The copy Spark reads (gone after :meth:`close`); None on PostgreSQL, where Spark reads
         the live tables through an exported snapshot."""
-        return self._snapshot.path if isinstance(self._snapshot, FileSnapshot) else None
+        return self._snapshot.path
 
     @property
     def taken_at(self) -> datetime:

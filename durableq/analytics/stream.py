@@ -28,7 +28,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
-from ..engines.location import postgres_url
+from ..engines.urls import postgres_url
 from .events import EVENT_STREAM_FORMAT as FORMAT
 from .events import EVENTS_SCHEMA
 

@@ -1,20 +1,21 @@
-"""What the operations need from an engine: a connection that runs SQL, and a database that hands
-out connections inside the right kind of transaction.  :mod:`.sqlite` and :mod:`.postgres` provide
-them; the operations (``durableq.ops``) see only these two protocols."""
+"""The engine contract: what the operations need from an engine, a connection that runs SQL and a
+database that hands out connections inside the right kind of transaction.  :mod:`.sqlite` and
+:mod:`.postgres` provide them; the operations (``durableq.ops``) see only these protocols.  Behaviour
+that differs between the engines is a named member here, with its contract (never a check of which
+engine it is); ``tests/test_engine_contract.py`` pins each on every engine."""
 
 from __future__ import annotations
 
 import os
-import threading
-import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import DatabaseError
 from . import watch
-from .group import GroupStats
+from .dialect import Dialect
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -39,7 +40,13 @@ class Cursor(Protocol):
 
 
 class Connection(Protocol):
-    """One connection: statements in SQLite's spelling (see :mod:`.sql`), run as the engine spells them."""
+    """One connection: statements in the SQL both engines share, with the fragments that differ taken
+    from :attr:`dialect`; parameters ``:name`` or ``?``."""
+
+    @property
+    def dialect(self) -> Dialect:
+        """The engine's spelling of the fragments that differ (see :mod:`.dialect`)."""
+        ...
 
     def execute(self, sql: str, parameters: Params = ..., /) -> Cursor: ...
 
@@ -48,9 +55,74 @@ class Connection(Protocol):
     @property
     def in_transaction(self) -> bool: ...
 
+    def one_write(self) -> AbstractContextManager[None]:
+        """Inside :meth:`Database.change`: the statements of the block commit as one write, or, if
+        the block raises, none of them (a standard send and its history event).  Where the connection
+        is in autocommit (SQLite's change run alone, each statement committing on its own) it begins
+        the engine's write transaction for the block; where a transaction is open already (a group
+        commit's savepoint, a :meth:`Database.write`, any change on PostgreSQL) the block is part of
+        it and nothing is added.  Errors are translated by the enclosing ``change()``."""
+        ...
+
+
+@dataclass
+class GroupStats:
+    """What group commit did since the database was opened (for tests and benchmarks; all zero on
+    an engine without it: see ``sqlite/group.py``)."""
+
+    alone: int = 0
+    """Writes that ran in a transaction of their own."""
+    batches: int = 0
+    """Shared transactions (of two or more writes each)."""
+    grouped: int = 0
+    """Writes that ran in a shared transaction."""
+
+
+class ExportedSnapshot(Protocol):
+    """One settled, committed state of a whole database, held still for readers outside durableq
+    (Spark's JDBC reads: several connections, on any host, each at its own moment) until
+    :meth:`close`: a private copy of a file, or a server's transaction snapshot exported by id.
+    Settled as :meth:`Database.settled_read` is: no event at or below its highest id is still to
+    commit."""
+
+    #: Where the snapshot itself is, for messages (a copy's path; the URL and the snapshot's id).
+    location: str
+    #: The clock when the snapshot was taken, read after it was: every row in it was written before.
+    now_ms: int
+    #: The SQL of the engine (for the fragments that differ).
+    dialect: Dialect
+
+    @property
+    def source(self) -> Path | str:
+        """The database it is of: a file's path, or a URL without its password."""
+        ...
+
+    @property
+    def file(self) -> Path | None:
+        """The copy's file, or None where nothing is copied (readers connect to the server)."""
+        ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    def close(self) -> None:
+        """Let the snapshot go (remove the copy; end the exporting transaction)."""
+        ...
+
+    def query(self, sql: str, parameters: Mapping[str, object] | None = None) -> list[tuple[Any, ...]]:
+        """The rows of one query (``:name`` parameters) on the snapshot, in this process."""
+        ...
+
+    def jdbc(self) -> tuple[str, dict[str, str]]:
+        """How a JDBC connection reads the snapshot: its URL, and its connection properties (how each
+        connection opens the snapshot: read only; in the exported transaction), the driver's class
+        aside."""
+        ...
+
 
 class Database(Protocol):
-    """One open database of either engine (see :class:`.sqlite.Database`, :class:`.postgres.Database`)."""
+    """One open database of either engine (:class:`.sqlite.database.Database`,
+    :class:`.postgres.database.Database`)."""
 
     #: What :func:`durableq.open` takes to open this database again (a path, or a URL).
     location: str
@@ -58,6 +130,21 @@ class Database(Protocol):
     name: str
     durability: str
     busy_timeout: float
+    #: The engine's spelling of the SQL fragments that differ (every connection's ``dialect``).
+    dialect: Dialect
+    #: Do writes of :meth:`change` run side by side?  False (SQLite): one writer at a time, so a
+    #: change runs alone, sees every change committed before it, and an id it takes commits before
+    #: any later change's.  True (PostgreSQL): changes run concurrently with each other (never with a
+    #: :meth:`write`): what a change reads in one statement may be changed by another before it
+    #: commits, claims pass over the rows others are claiming (``dialect.skip_locked``), and ids may
+    #: commit out of the order they were taken in (readers of events use :meth:`settled_read`).
+    concurrent_changes: bool
+
+    @property
+    def path(self) -> Path | None:
+        """The database's file (SQLite), or None where a server keeps the data (PostgreSQL): what
+        ``Broker.path`` shows (see :func:`.location.file_of`, the same fact before opening)."""
+        ...
 
     @property
     def conn(self) -> Connection:
@@ -65,11 +152,16 @@ class Database(Protocol):
         ...
 
     def write(self) -> AbstractContextManager[Connection]:
-        """A write transaction of several statements: no other write runs beside it."""
+        """The transaction of a write of several statements that read and write (a FIFO send or
+        receive, a batch, a queue's change, a move): it runs alone, no other write beside it, so what
+        it reads stays true until it commits (SQLite's ``BEGIN IMMEDIATE``, PostgreSQL's writers'
+        lock taken exclusively)."""
         ...
 
     def change(self) -> AbstractContextManager[Connection]:
-        """Where a write of one atomic statement runs (or a few, in :func:`together`)."""
+        """Where a write of one atomic statement runs (a standard send, a claim, a delete, a
+        visibility change), or a few that must commit as one (:meth:`Connection.one_write`).  Changes
+        may run side by side: see :attr:`concurrent_changes`."""
         ...
 
     def statement(self) -> AbstractContextManager[Connection]:
@@ -106,6 +198,15 @@ class Database(Protocol):
         """Copy the database, while in use, into the new file ``dest`` (where the engine can)."""
         ...
 
+    def export_snapshot(
+        self, clock: Callable[[], float], directory: str | os.PathLike[str] | None
+    ) -> ExportedSnapshot:
+        """A settled snapshot of the database for readers outside durableq (the analytics), checked to
+        be durableq's at the schema revision this code reads.  ``clock``: read once the snapshot is
+        taken.  ``directory``: where a copy goes (None: a private folder in the temp folder), for
+        an engine that copies."""
+        ...
+
     # -- errors and migrations (``durableq.engines.migrate``) -----------------------------
 
     def is_driver_error(self, exc: BaseException) -> bool:
@@ -134,143 +235,3 @@ class Database(Protocol):
     def migration_engine(self) -> Engine:
         """A SQLAlchemy engine for alembic, on connections of this database's settings."""
         ...
-
-
-class ThreadSlot:
-    """Lives exactly as long as one thread's local data (the target of a finalizer)."""
-
-    __slots__ = ("__weakref__",)
-
-
-C = TypeVar("C")
-
-
-#: A forked child's copies of its parent's connections that it may not close: kept, never closed nor
-#: collected (collecting a SQLite connection closes it).  Closing one could hang (a thread of the
-#: parent may have held its lock at the fork: the child would wait for it forever) or end the
-#: parent's session.
-_inherited: list[object] = []
-
-
-def keep_inherited(copies: list[Any]) -> None:
-    """Keep a forked child's copies of its parent's connections referenced for good."""
-    _inherited.extend(copy for copy in copies if copy is not None)
-
-
-class PerThread(Generic[C]):
-    """An engine's connections, one per thread: each closed when its thread ends (thread-local values
-    die with their thread; so must the connection, or a server starting a thread per request would
-    leak one each time), all closed by :meth:`close_all`.
-
-    A connection is closed by its own thread when another thread is using it: closing a connection
-    under a statement of another thread crashes the process.  :meth:`close_all` closes the others at
-    once and leaves a busy one to its thread, which closes it at its next call (see
-    :meth:`close_mine`) or when it ends.
-
-    Only the process that opened a connection closes it this way.  In a forked child CPython deletes
-    every other thread's state, and so fires their finalizers, *before* any fork handler runs: those
-    copies are set aside, and :meth:`forget` hands them all to the engine, which knows whether it
-    may close them (see :mod:`.forks`).
-    """
-
-    def __init__(self, close: Callable[[C], None]) -> None:
-        self._close = close
-        self._local = threading.local()
-        self._lock = threading.Lock()
-        self._all: list[tuple[C, int]] = []  # each connection with the thread it belongs to
-        self._busy: list[C] = []  # closed by a close_all while their thread used them: theirs to close
-        self._copies: list[C] = []  # in a forked child: the parent's, set aside by their finalizers
-        self._pid = os.getpid()  # the process whose connections these are
-
-    def __len__(self) -> int:
-        return len(self._all)
-
-    def current(self) -> C | None:
-        """This thread's connection, if it has one."""
-        conn: C | None = getattr(self._local, "conn", None)
-        return conn
-
-    def adopt(self, conn: C) -> C:
-        """Make ``conn`` this thread's connection."""
-        self._local.conn = conn
-        self._local.slot = slot = ThreadSlot()
-        # Not at exit: a daemon thread may be inside a statement on it then.
-        weakref.finalize(slot, self.release, conn).atexit = False
-        with self._lock:
-            self._all.append((conn, threading.get_ident()))
-        return conn
-
-    def release(self, conn: C) -> None:
-        """Close ``conn`` (once, whoever asks first: its thread's end, or a replacement)."""
-        if os.getpid() != self._pid:
-            self._copies.append(conn)  # a forked child's copy (see the class): before the lock, which
-            return  # may be held forever
-        with self._lock:
-            pair = next((pair for pair in self._all if pair[0] is conn), None)
-            if pair is not None:
-                self._all.remove(pair)
-            elif conn in self._busy:
-                self._busy.remove(conn)
-            else:
-                return
-        self._close(conn)
-
-    def close_mine(self) -> None:
-        """Close this thread's connection if a :meth:`close_all` left it to this thread."""
-        conn = self.current()
-        if conn is not None:
-            del self._local.conn  # (its slot's finalizer, at the thread's end, then finds nothing)
-            self.release(conn)
-
-    def close_all(self, busy: Callable[[int], bool]) -> None:
-        """Close every connection but those whose thread is inside a call now (``busy(ident)``): their
-        threads close them (the database must refuse new calls first, so none starts meanwhile)."""
-        me = threading.get_ident()
-        with self._lock:
-            pairs, self._all = self._all, []
-            in_use = [conn for conn, owner in pairs if owner != me and busy(owner)]
-            self._busy.extend(in_use)
-        for conn, _ in pairs:
-            if not any(conn is used for used in in_use):
-                self._close(conn)
-
-    def forget(self) -> list[C]:
-        """In a forked child: let go of the parent's connections unclosed and start afresh, the
-        child's own connections to come; returns the copies for the engine to keep or close."""
-        copies = [conn for conn, _ in self._all] + self._busy + self._copies
-        self._all, self._busy, self._copies = [], [], []
-        self._lock = threading.Lock()
-        self._pid = os.getpid()
-        self._local = threading.local()
-        return copies
-
-
-class Together:
-    """Inside :meth:`Database.change` on SQLite, where each statement commits on its own: the
-    statements of the block form one write transaction (``BEGIN IMMEDIATE`` … ``COMMIT``, rolled
-    back if the block raises).  Errors are translated by the enclosing ``change()`` as for any
-    statement there.  (PostgreSQL's ``change()`` is a transaction already: see :func:`together`.)"""
-
-    __slots__ = ("_conn",)
-
-    def __init__(self, conn: Connection) -> None:
-        self._conn = conn
-
-    def __enter__(self) -> None:
-        self._conn.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
-        if exc is None:
-            self._conn.execute("COMMIT")
-        elif self._conn.in_transaction:
-            self._conn.execute("ROLLBACK")
-
-
-#: A block that needs no transaction of its own (one statement, or already inside one).
-ALREADY: AbstractContextManager[None] = nullcontext()
-
-
-def together(conn: Connection) -> AbstractContextManager[None]:
-    """The statements of the block in one transaction: :class:`Together`, or :data:`ALREADY` if
-    ``conn`` is in one (a group commit's savepoint, any PostgreSQL write)."""
-    return ALREADY if conn.in_transaction else Together(conn)

@@ -72,6 +72,17 @@ def identify(conn: sqlite3.Connection, path: Path) -> bool:
     )
 
 
+def read_revision(conn: sqlite3.Connection) -> str | None:
+    """The alembic revision a durableq file (see :func:`identify`) is at; None before its first migration."""
+    has_table = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'"
+    ).fetchone()
+    if not has_table:
+        return None
+    row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+    return row[0] if row else None
+
+
 def configure_new(conn: sqlite3.Connection) -> None:
     """Settings stored in a new file (inside the creating transaction where SQLite allows)."""
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")

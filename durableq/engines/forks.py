@@ -12,11 +12,14 @@ another thread held at that moment stays held in the child for ever:
 
 So every use of SQLite by the engine, from a single statement to a whole write transaction, runs
 inside :data:`INSIDE`, and a fork (``os.fork``, multiprocessing's ``fork`` method) first holds back
-the threads about to enter and waits until no other thread is inside.  A forked child keeps its
-copies of the parent's connections unclosed for good (``base.keep_inherited``), and gets the
-locks of the library's own objects (:func:`renew_in_child`) anew.  A thread that forks from
-inside (a transaction of its own under way) does not wait: the threads it would wait for may be
-waiting for it.  PostgreSQL needs none of the waiting (its child's copies write to ``/dev/null``).
+the threads about to enter and waits until no other thread is inside.  A forked child then closes
+its copies of the parent's SQLite connections, idle as they are (it must: kept open, they would
+share the lock table with the child's own connections, which would take no lock on the file), and
+gets the locks of the library's own objects (:func:`renew_in_child`) anew.  A thread that forks
+from inside (a transaction of its own under way) does not wait, since the threads it would wait
+for may be waiting for it, and its child keeps every copy unclosed (``per_thread.keep_inherited``).
+PostgreSQL's child never closes a copy (it would end the parent's session): they write to
+``/dev/null``.  The same marks tell ``close()`` which connections another thread is using.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import TextClause
 
-from .sql import RANDOM_HEX, RANDOM_HEX_PG
+from .dialect import SQLITE, named
 
 metadata = MetaData()
 
@@ -38,7 +38,7 @@ ROW_ID = Integer().with_variant(BigInteger(), "postgresql")
 
 def random_hex(bind: Connection) -> TextClause:
     """Server default of 8 random bytes in hex, in the SQL of ``bind``'s engine."""
-    return text(f"({RANDOM_HEX_PG})" if bind.dialect.name == "postgresql" else f"({RANDOM_HEX})")
+    return text(f"({named(bind.dialect.name).random_hex})")
 
 
 queues = Table(
@@ -91,7 +91,7 @@ messages = Table(
     Column("queue_id", Integer, nullable=False),
     Column("message_id", Text, nullable=False),
     # Random per message; every receipt handle of the message carries it.
-    Column("secret", Text, nullable=False, server_default=text(f"({RANDOM_HEX})")),
+    Column("secret", Text, nullable=False, server_default=text(f"({SQLITE.random_hex})")),
     Column("body", Text, nullable=False),
     Column("attributes", Text),
     Column("enqueued_at", BigInteger, nullable=False),

@@ -1,180 +1,50 @@
-"""Change notification: one watcher per process and database file tells waiters that something committed.
+"""Change notification: a watcher tells the waiters of one process that something committed to a
+database.
 
-A long poll must wake when any process commits to the file, and must cost
-nothing while it waits.  Rather than each waiter polling, one thread per
-process and file (the *watcher*) learns of commits and calls its listeners,
-which wake the waiters that should look (``durableq.ops.longpoll``).
+A long poll must wake when any process (on PostgreSQL: any host) commits, and must cost nothing while
+it waits.  Rather than each waiter polling, one thread per process and database (the *watcher*, shared
+through :mod:`.watchers`) learns of commits and calls its listeners, which wake the waiters that should
+look (``durableq.ops.longpoll``).
 
-Where the watcher learns of a commit (its *change sources*):
+Where the watcher learns of a commit:
 
-- this process's own commits: :meth:`Watcher.committed`, called by the engine
-  after every commit that changed rows, wakes listeners at once;
-- the operating system: on Linux, inotify on the WAL file (every commit of
-  any process appends frames to it), via ``inotify_simple``;
-- elsewhere (or when inotify is unavailable), a poll of the WAL file's
-  ``stat`` stamp every few milliseconds, only while someone listens;
-- on PostgreSQL, ``LISTEN``/``NOTIFY`` (:mod:`.postgres`): a socket that becomes
-  readable at each commit of any host.
+- this process's own commits: :meth:`Watcher.committed`, called by the engine after every commit that
+  changed rows, wakes listeners at once;
+- everyone else's: the engine's *change source* (:mod:`.change_sources`: inotify or a stat poll of a
+  SQLite file's WAL; PostgreSQL's ``LISTEN``).
 
-An OS event says only that the WAL was written: under ``synchronous=FULL``
-the commit becomes visible after its fsync, a moment later.  So the watcher
-confirms with the engine's *probe* (SQLite's ``PRAGMA data_version`` on a
-connection of its own) and, while the probe shows nothing new, looks again
-every millisecond for a short while (*settling*).  A periodic probe while
-someone listens covers anything an OS could miss.
+A change source may say only that something was written: under ``synchronous=FULL`` a SQLite commit
+becomes visible after its fsync, a moment after its WAL frames.  So the watcher confirms with the
+engine's *probe* (SQLite's ``PRAGMA data_version`` on a connection of its own) and, while the probe
+shows nothing new, looks again every millisecond for a short while (*settling*).  A periodic probe while
+someone listens covers anything a source could miss.
 
-The watcher thread also runs small jobs for its listeners: timers (a delayed
-or in-flight message becoming visible) and calls requested from other threads.
+The watcher thread also runs small jobs for its listeners: timers (a delayed or in-flight message
+becoming visible) and calls requested from other threads.
 """
 
 from __future__ import annotations
 
-import enum
 import heapq
-import importlib
 import itertools
 import logging
 import os
 import selectors
-import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Hashable
-from pathlib import Path
-from typing import Any, Protocol
+from collections.abc import Callable
 
 from .. import limits
-from ..errors import BrokerClosed
+from .change_sources import ChangeSource, News, Probe, stronger
 
 log = logging.getLogger(__name__)
-
-# Imported with durableq, not by the first long poll: a child forked while another thread imported
-# it would inherit the module's import lock held, and hang at its own first long poll.
-inotify: Any = None
-_no_inotify = "not on Linux"
-if sys.platform.startswith("linux"):
-    try:
-        inotify = importlib.import_module("inotify_simple")
-    except (ImportError, OSError) as exc:  # no package, or no inotify in this libc
-        _no_inotify = str(exc)
 
 #: Selectors wait in whole milliseconds; shorter waits sleep instead.
 _SELECTOR_RESOLUTION = 0.001
 
 #: A listener gets the new generation number; it runs in the watcher thread.
 Listener = Callable[[int], None]
-
-
-class News(enum.Enum):
-    """What a change source read: nothing, a write that may be a commit, or a commit for sure."""
-
-    NOTHING = 0
-    MAYBE = 1
-    COMMITTED = 2
-
-
-class ChangeSource(Protocol):
-    """Where a watcher learns that another process may have committed."""
-
-    #: A descriptor that becomes readable when there is news, or None for a source that is polled.
-    fileno: int | None
-    #: How often a polled source is read while someone listens (seconds).
-    interval: float
-
-    def read(self) -> News:
-        """Consume what the source has to say (never blocks)."""
-        ...
-
-    def close(self) -> None: ...
-
-
-class Probe(Protocol):
-    """The engine's authority on whether anything committed: a number that changes with every commit."""
-
-    def __call__(self) -> int: ...
-
-    def close(self) -> None: ...
-
-
-class InotifySource:
-    """inotify on the WAL file, and on its folder for when the WAL is created or replaced (Linux)."""
-
-    def __init__(self, wal: Path) -> None:
-        if inotify is None:
-            raise ImportError(_no_inotify)  # os_source falls back on the stat poll
-        self._flags = inotify.flags
-        self._wal = wal
-        self._inotify = inotify.INotify()
-        self.fileno: int | None = self._inotify.fileno()
-        self.interval = limits.WATCH_CONFIRM_INTERVAL
-        # The folder watch sees only creations and renames (rare), not every write next to the file.
-        self._inotify.add_watch(wal.parent, self._flags.CREATE | self._flags.MOVED_TO)
-        self._file: int | None = None
-        self._arm()
-
-    def _arm(self) -> None:
-        try:
-            self._file = self._inotify.add_watch(self._wal, self._flags.MODIFY)
-        except OSError:
-            self._file = None  # no WAL yet: the folder watch tells when it appears
-
-    def read(self) -> News:
-        news = News.NOTHING
-        for event in self._inotify.read(timeout=0):
-            if event.wd == self._file and event.mask & self._flags.MODIFY:
-                news = News.MAYBE
-            elif event.wd == self._file and event.mask & self._flags.IGNORED:
-                self._file = None  # the WAL was deleted: wait for the next one
-            elif event.name == self._wal.name:
-                self._arm()  # a new WAL file: watch it, and its first frames may be a commit
-                news = News.MAYBE
-        return news
-
-    def close(self) -> None:
-        self._inotify.close()
-
-
-class StatSource:
-    """The fallback: the WAL file's modification time and size, read every few milliseconds."""
-
-    fileno: int | None = None
-
-    def __init__(self, wal: Path) -> None:
-        self._wal = wal
-        self.interval = limits.LONG_POLL_INTERVAL
-        self._stamp = _wal_stamp(wal)
-
-    def read(self) -> News:
-        stamp = _wal_stamp(self._wal)
-        moved, self._stamp = stamp != self._stamp, stamp
-        return News.MAYBE if moved else News.NOTHING
-
-    def close(self) -> None:
-        pass
-
-
-def _wal_stamp(wal: Path) -> tuple[int, int] | None:
-    """The WAL file's modification time and size: they move with every write, of any process."""
-    try:
-        info = os.stat(wal)
-    except OSError:
-        return None
-    return info.st_mtime_ns, info.st_size
-
-
-def _stronger(a: News, b: News) -> News:
-    return a if a.value >= b.value else b
-
-
-def os_source(wal: Path) -> ChangeSource:
-    """inotify where the OS has it, else the stat poll."""
-    if sys.platform.startswith("linux"):
-        try:
-            return InotifySource(wal)
-        except (ImportError, OSError) as exc:  # no package, or the inotify instance limit is reached
-            log.info("inotify unavailable (%s); long polls fall back to polling %s", exc, wal)
-    return StatSource(wal)
 
 
 class TimerHandle:
@@ -192,7 +62,7 @@ class TimerHandle:
 
 
 class Watcher:
-    """Learns of commits to one file from every source and calls the listeners, in a thread of its own.
+    """Learns of commits to one database from every source and calls the listeners, in a thread of its own.
 
     ``generation`` grows by one for every change the watcher has passed on: a
     waiter that reads it before looking at the database, and finds it moved
@@ -302,7 +172,7 @@ class Watcher:
             if key.data is None:
                 self._drain_wake_pipe()
             else:
-                news = _stronger(news, self._source.read())
+                news = stronger(news, self._source.read())
                 if self._source.fileno is None:  # the source gave up its descriptor: poll it instead
                     self._selector.unregister(key.fileobj)
         if self._stopping:
@@ -310,11 +180,11 @@ class Watcher:
         now = time.monotonic()
         listening = bool(self._listeners)
         if self._source.fileno is None and listening and now >= self._next_read:
-            news = _stronger(news, self._source.read())
+            news = stronger(news, self._source.read())
             self._next_read = now + self._source.interval
         if self._subscribed:
             self._subscribed = False
-            news = _stronger(news, News.MAYBE)  # a write before the first listener came may not show yet
+            news = stronger(news, News.MAYBE)  # a write before the first listener came may not show yet
         changed = self._take_local() or (listening and news is News.COMMITTED)
         if listening and news is News.MAYBE:
             # Frames were written: look often until the probe shows the commit, and for a while
@@ -419,114 +289,3 @@ class Watcher:
             os.close(fd)
         self._source.close()
         self._probe.close()
-
-
-# -- one watcher per process and file --------------------------------------------------
-
-_registry: dict[Hashable, tuple[Watcher, int]] = {}
-_registry_lock = threading.Lock()
-
-
-def file_key(database: Path) -> tuple[int, int]:
-    """The registry key of a database file (its device and inode: one watcher however it is named)."""
-    info = os.stat(database)
-    return (info.st_dev, info.st_ino)
-
-
-def acquire(
-    key: Hashable, name: str, open_source: Callable[[], ChangeSource], open_probe: Callable[[], Probe]
-) -> tuple[Hashable, Watcher]:
-    """The watcher of the database ``key`` names (started on first use); give the key back to
-    :func:`release`."""
-    with _registry_lock:
-        entry = _registry.get(key)
-        if entry is None:
-            watcher = Watcher(open_source(), open_probe(), name)
-            _registry[key] = (watcher, 1)
-            return key, watcher
-        _registry[key] = (entry[0], entry[1] + 1)
-        return key, entry[0]
-
-
-class Watching:
-    """One open database's hold on the watcher of its file or server: acquired by the first long poll
-    (:meth:`get`), let go by :meth:`close`.  ``current`` is the watcher while held (the commit paths
-    read it, cheaply, to pass their commits on)."""
-
-    def __init__(
-        self,
-        key: Callable[[], Hashable],
-        name: str,
-        open_source: Callable[[], ChangeSource],
-        open_probe: Callable[[], Probe],
-    ) -> None:
-        self._key = key
-        self._name = name
-        self._open_source = open_source
-        self._open_probe = open_probe
-        self._lock = threading.Lock()
-        self._held: Hashable | None = None
-        self._closed = False
-        self.current: Watcher | None = None
-
-    def get(self) -> Watcher:
-        """The watcher (started on first use); BrokerClosed once closed."""
-        with self._lock:
-            if self.current is None:
-                if self._closed:
-                    raise BrokerClosed(f"{self._name}: the broker is closed")
-                self._held, self.current = acquire(
-                    self._key(), self._name, self._open_source, self._open_probe
-                )
-            return self.current
-
-    def committed(self) -> None:
-        """This process committed a change (nothing to do when no long poll ever asked)."""
-        watcher = self.current
-        if watcher is not None:
-            watcher.committed()
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            key, self._held, self.current = self._held, None, None
-        if key is not None:
-            release(key)
-
-    def forget(self) -> None:
-        """In a forked child: the watcher thread did not come along; start afresh when asked."""
-        self._lock = threading.Lock()
-        self._held = self.current = None
-
-
-def release(key: Hashable) -> None:
-    """One user fewer; the last one stops the watcher."""
-    with _registry_lock:
-        entry = _registry.get(key)
-        if entry is None:
-            return
-        watcher, users = entry
-        if users > 1:
-            _registry[key] = (watcher, users - 1)
-            return
-        del _registry[key]
-    watcher.close()
-
-
-def _after_fork_in_child() -> None:
-    # The watcher threads did not come along: forget them (their descriptors are the parent's).  The
-    # lock too: a thread of the parent may have held it (starting a watcher, at a first long poll),
-    # and in the child nobody would ever release it.
-    global _registry_lock
-    _registry_lock = threading.Lock()
-    # Kept, never collected: collecting one would close its probe's connection, whose lock the
-    # parent's watcher thread may have held at the fork (the child would wait for it forever).
-    _inherited.extend(watcher for watcher, _ in _registry.values())
-    _registry.clear()
-
-
-#: A forked child's copies of its parent's watchers (see :func:`_after_fork_in_child`).
-_inherited: list[Watcher] = []
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)

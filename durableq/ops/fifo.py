@@ -17,7 +17,7 @@ from typing import Any
 
 from .. import limits
 from ..engines.base import Connection
-from ..engines.sql import encode_ids, in_ids
+from ..engines.dialect import Dialect, encode_ids, for_each_dialect
 from ..types import Message
 from . import redrive
 from .message_rows import CLAIM_IDS, COLUMNS, MessageReader
@@ -199,7 +199,7 @@ def claim(
         return []
     order = {row_id: position for position, (row_id, _) in enumerate(chosen)}
     rows = conn.execute(
-        CLAIM_IDS, {"ids": encode_ids(order), "visible_at": visible_at, "now": now}
+        CLAIM_IDS[conn.dialect], {"ids": encode_ids(order), "visible_at": visible_at, "now": now}
     ).fetchall()
     rows.sort(key=lambda row: order[row[0]])
     _block_groups(conn, queue.id, (g for _, g in chosen), visible_at)
@@ -208,10 +208,14 @@ def claim(
 
 # The rows of an earlier attempt, as they are now (+queue_id: by primary key, not a walk of the
 # queue's whole index; see relocation.py).
-_ATTEMPT_ROWS = f"""
+def _attempt_rows(d: Dialect) -> str:
+    return f"""
 SELECT id, receipt_handle, visible_at, group_id FROM messages
-WHERE +queue_id = :queue_id AND id IN {in_ids(":ids")}
+WHERE +queue_id = :queue_id AND id IN {d.in_ids(":ids")}
 """
+
+
+_ATTEMPT_ROWS = for_each_dialect(_attempt_rows)
 
 
 def replay_attempt(
@@ -234,7 +238,7 @@ def replay_attempt(
     current = {
         row_id: (handle, visible, group_id)
         for row_id, handle, visible, group_id in conn.execute(
-            _ATTEMPT_ROWS, {"queue_id": queue.id, "ids": encode_ids(ids)}
+            _ATTEMPT_ROWS[conn.dialect], {"queue_id": queue.id, "ids": encode_ids(ids)}
         )
     }
     if any(
@@ -244,7 +248,8 @@ def replay_attempt(
     # Restart the visibility timeout, within the 12-hour cap of each receive.
     rows = conn.execute(
         f"UPDATE messages SET visible_at = CASE WHEN :visible_at < {VISIBILITY_CAP_SQL} THEN :visible_at "
-        f"ELSE {VISIBILITY_CAP_SQL} END WHERE id IN {in_ids(':ids')} RETURNING {COLUMNS}, visible_at",
+        f"ELSE {VISIBILITY_CAP_SQL} END WHERE id IN {conn.dialect.in_ids(':ids')} "
+        f"RETURNING {COLUMNS}, visible_at",
         {"visible_at": visible_at, "ids": encode_ids(ids)},
     ).fetchall()
     position = {row_id: i for i, row_id in enumerate(ids)}

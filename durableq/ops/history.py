@@ -4,7 +4,7 @@ like CloudTrail's data events).
 Every operation that changes a message writes its events with :func:`record`
 inside its own transaction, so an event exists exactly when its change
 committed.  A one-statement operation (a standard send, delete, visibility
-change) is a two-statement transaction on such a queue: :func:`atomic`.  Events
+change) is a two-statement write on such a queue: :func:`atomic`.  Events
 are kept for the queue's ``history_retention`` (swept with the messages, see
 ``retention.py``) and go with the queue when it is deleted.
 
@@ -29,10 +29,10 @@ the catalog's revalidation interval (1 s) in other processes.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 
 from .. import limits
-from ..engines.base import ALREADY, Connection, together
+from ..engines.base import Connection
 from ..types import MessageEvent, datetime_from_ms
 from .queue_rows import QueueConfig
 
@@ -70,6 +70,8 @@ _INSERT_FROM_MESSAGES = """
 INSERT INTO message_events (queue_id, at, event, message_id, receive_count, other_queue)
 SELECT queue_id, :now, :event, message_id, receive_count, :other FROM messages WHERE {where} ORDER BY id
 """
+#: Around an operation on a queue without history: one statement, atomic alone.
+_NOTHING: AbstractContextManager[None] = nullcontext()
 #: Queue ids start at 1: this one holds the placeholder a deleted queue may leave (see above).
 NO_QUEUE = 0
 # Never the newest row of the file: it keeps the next id above every id ever given.
@@ -121,8 +123,8 @@ def record_where(
 
 def atomic(conn: Connection, queue: QueueConfig) -> AbstractContextManager[None]:
     """Around a one-statement operation: on a queue that keeps history, its statement and its
-    events form one transaction; on others nothing is added (no transaction, no generator)."""
-    return together(conn) if queue.history else ALREADY
+    events commit as one write (``conn.one_write()``); on others nothing is added."""
+    return conn.one_write() if queue.history else _NOTHING
 
 
 def sweep(conn: Connection, queue: QueueConfig, now: int, batch: int) -> int:

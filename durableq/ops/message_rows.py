@@ -19,12 +19,11 @@ from typing import Any, BinaryIO
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from ..engines.base import Connection
-from ..engines.sql import in_ids
+from ..engines.dialect import Dialect, for_each_dialect
 from ..errors import DurableQError, InvalidMessageContents
 from ..types import Message
 from . import attributes
 from .payloads import PayloadStore, StoredPayload
-from .receipts import NEW_HANDLE_SQL
 from .sealing import UNOPENABLE, Sealer, open_fields
 
 log = logging.getLogger(__name__)
@@ -37,24 +36,28 @@ COLUMNS = (
 )
 
 
-def claim_set(visible_at: str) -> str:
+def claim_set(dialect: Dialect, visible_at: str) -> str:
     """The SET clause that puts a row in flight: hidden until ``visible_at`` (an SQL
-    expression), counted, and given a fresh receipt handle."""
+    expression), counted, and given a fresh receipt handle (in ``dialect``'s SQL)."""
     return f"""
   visible_at = {visible_at},
   receive_count = receive_count + 1,
   received_at = :now,
   first_received_at = coalesce(first_received_at, :now),
-  receipt_handle = {NEW_HANDLE_SQL}
+  receipt_handle = {dialect.new_handle}
 """
 
 
 #: Claim rows by id (a JSON array), for paths that chose the rows first (FIFO).
-CLAIM_IDS = f"""
-UPDATE messages SET {claim_set(":visible_at")}
-WHERE id IN {in_ids(":ids")}
+def _claim_ids(d: Dialect) -> str:
+    return f"""
+UPDATE messages SET {claim_set(d, ":visible_at")}
+WHERE id IN {d.in_ids(":ids")}
 RETURNING {COLUMNS}
 """
+
+
+CLAIM_IDS = for_each_dialect(_claim_ids)
 
 
 def to_message(row: Sequence[Any]) -> Message:

@@ -12,7 +12,6 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from .. import limits
-from ..engines import sql
 from ..engines.base import Connection
 from ..errors import InvalidParameterValue, QueueDoesNotExist
 from ..types import RedriveAllowPolicy, RedrivePolicy
@@ -76,7 +75,7 @@ _SELECT_BY_NAME = f"SELECT {_COLUMNS} FROM queues WHERE name = ?"
 class Catalog:
     """A broker's cache of queue rows, so the hot paths need no lookup statement.
 
-    A counter (:data:`~durableq.engines.sql.CATALOG_VERSION`) counts changes to queue rows (every
+    A counter (the dialect's ``catalog_version``) counts changes to queue rows (every
     create, set and delete bumps it in its own transaction).  Paths inside a write
     transaction ask for ``fresh`` rows, checked against that counter.  The
     one-statement paths (standard send, receive, delete) take the cached row
@@ -96,7 +95,7 @@ class Catalog:
         now = time.monotonic()
         if entry is not None and not fresh and now - entry[1] < self.REVALIDATE_EVERY:
             return entry[2]
-        (version,) = conn.execute(sql.CATALOG_VERSION).fetchone()
+        (version,) = conn.execute(conn.dialect.catalog_version).fetchone()
         if entry is not None and entry[0] == version:
             queue = entry[2]
         else:
@@ -112,8 +111,8 @@ class Catalog:
 
 def changed(conn: Connection) -> None:
     """Tell every broker's catalog that queue rows changed (call inside the write)."""
-    (version,) = conn.execute(sql.CATALOG_VERSION).fetchone()
-    conn.execute(sql.catalog_bump((version + 1) & 0x7FFFFFFF))
+    (version,) = conn.execute(conn.dialect.catalog_version).fetchone()
+    conn.execute(conn.dialect.catalog_bump((version + 1) & 0x7FFFFFFF))
 
 
 def find(conn: Connection, name: str) -> QueueConfig | None:

@@ -5,7 +5,8 @@ the message's random secret (the same in every handle of that message), and
 a random nonce that is new on every receive.  The row and secret name the
 message, so a handle never acts on another message that reuses the row id;
 the nonce tells the latest handle apart from older ones.  Handles are built
-inside the receive statement itself, from :data:`NEW_HANDLE_SQL`.
+inside the receive statement itself, from the dialect's ``new_handle``
+(``durableq.engines.dialect``).
 """
 
 from __future__ import annotations
@@ -13,11 +14,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from ..engines import sql
 from ..errors import ReceiptHandleIsInvalid
-
-#: SQL expression for a fresh handle of the row being updated (each engine spells it its own way).
-NEW_HANDLE_SQL = sql.NEW_HANDLE
 
 _MAX_ID = 2**63 - 1
 _HANDLE = re.compile(r"(\d{1,19})\.(\d{1,19})\.([0-9a-f]{16})\.([0-9a-f]{16})", re.ASCII)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Generator
 from concurrent.futures import Executor
 
 from ..engines.base import Connection, Database
-from ..engines.sql import SKIP_LOCKED
+from ..engines.dialect import Dialect, for_each_dialect
 from ..errors import OverLimit
 from ..types import Message
 from . import fifo, history, redrive, relocation, validation
@@ -45,19 +45,22 @@ _HEAD = {
     v: f"SELECT id, receive_count FROM messages WHERE {_head_where(v)} ORDER BY visible_at LIMIT :limit"
     for v in (False, True)
 }
+
+
 # The in-flight limit is part of the claim: the statement takes only as many as fit (the limit is
 # the queue's, its virtual queues' messages included).
-_CLAIM_HEAD = {
-    v: f"""
-UPDATE messages SET {claim_set(f":now + coalesce(:timeout, {_LIVE.format('visibility_timeout')}) * 1000")}
+def _claim_head(d: Dialect, virtual: bool) -> str:
+    return f"""
+UPDATE messages SET {claim_set(d, f":now + coalesce(:timeout, {_LIVE.format('visibility_timeout')}) * 1000")}
 WHERE id IN (
-  SELECT id FROM messages WHERE {_head_where(v)} AND {redrive.NOT_EXHAUSTED_SQL}
+  SELECT id FROM messages WHERE {_head_where(virtual)} AND {redrive.NOT_EXHAUSTED_SQL}
     AND (:sealed OR data_key_id IS NULL)
-  ORDER BY visible_at LIMIT {IN_FLIGHT_ROOM_SQL} {SKIP_LOCKED})
+  ORDER BY visible_at LIMIT {IN_FLIGHT_ROOM_SQL} {d.skip_locked})
 RETURNING {COLUMNS}
 """
-    for v in (False, True)
-}
+
+
+_CLAIM_HEAD = for_each_dialect(lambda d: {v: _claim_head(d, v) for v in (False, True)})
 # A waiting room's look: how many are ready (up to :limit), when the next one will be, and whether
 # the queue still exists (a deleted queue's waiters are let in at once, to fail QueueDoesNotExist).
 _EXISTS = "EXISTS (SELECT 1 FROM queues WHERE id = :queue_id)"
@@ -350,7 +353,7 @@ def _claim_standard(
             relocation.move(
                 conn, relocation.Kind.DEAD_LETTER, queue, target, over, now, counters, reader.sealer
             )
-    rows = conn.execute(_CLAIM_HEAD[mine], params).fetchall()
+    rows = conn.execute(_CLAIM_HEAD[conn.dialect][mine], params).fetchall()
     rows.sort(key=lambda row: (row[6], row[0]))  # RETURNING order is unspecified: oldest first
     history.record(conn, queue, now, history.RECEIVED, [(row[1], row[5]) for row in rows])
     return reader.messages(conn, rows)

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from enum import Enum
 
 from ..engines.base import Connection
-from ..engines.sql import encode_ids, in_ids
+from ..engines.dialect import Dialect, encode_ids, for_each_dialect
 from . import fifo, history
 from .counters import MOVED, MOVED_IN, MOVED_OUT, Counters
 from .queue_rows import QueueConfig
@@ -47,19 +47,23 @@ _ARRIVAL = {
 # Rows of the source that may move: its own, not expired.  A FIFO move lists them in sequence order.
 # (``+queue_id``: the row ids pick the rows through the primary key; without it SQLite would walk the
 # queue's whole ix_messages_enqueued range, every unexpired message of the source, for each move.)
-_MOVABLE_WHERE = f"id IN {in_ids(':ids')} AND +queue_id = :source_id AND enqueued_at > :expired_before"
-_MOVABLE = f"SELECT id, group_id FROM messages WHERE {_MOVABLE_WHERE} ORDER BY sequence, id"
+_MOVABLE_WHERE = for_each_dialect(
+    lambda d: f"id IN {d.in_ids(':ids')} AND +queue_id = :source_id AND enqueued_at > :expired_before"
+)
+_MOVABLE = for_each_dialect(
+    lambda d: f"SELECT id, group_id FROM messages WHERE {_MOVABLE_WHERE[d]} ORDER BY sequence, id"
+)
 # The same rows once they arrived.
-_ARRIVED_WHERE = f"id IN {in_ids(':ids')} AND +queue_id = :target_id"
+_ARRIVED_WHERE = for_each_dialect(lambda d: f"id IN {d.in_ids(':ids')} AND +queue_id = :target_id")
 # Which event a move is in the source's history.
 _LEFT = {Kind.DEAD_LETTER: history.MOVED_TO_DEAD_LETTER, Kind.MOVE_TASK: history.MOVED_OUT}
 
 
-def _standard_move(kind: Kind) -> str:
+def _standard_move(d: Dialect, kind: Kind) -> str:
     return f"""
 UPDATE messages SET queue_id = :target_id, visible_at = :now, receipt_handle = NULL, received_at = NULL,
   {_ARRIVAL[kind]}
-WHERE {_MOVABLE_WHERE}
+WHERE {_MOVABLE_WHERE[d]}
 """
 
 
@@ -71,7 +75,9 @@ WHERE id = :id
 """
 
 
-_STATEMENTS = {kind: (_standard_move(kind), _fifo_append(kind)) for kind in Kind}
+_STATEMENTS = for_each_dialect(
+    lambda d: {kind: (_standard_move(d, kind), _fifo_append(kind)) for kind in Kind}
+)
 
 
 def move(
@@ -91,7 +97,8 @@ def move(
     """
     if not row_ids:
         return 0
-    standard, append = _STATEMENTS[kind]
+    dialect = conn.dialect
+    standard, append = _STATEMENTS[dialect][kind]
     params = {
         "ids": encode_ids(row_ids),
         "source_id": source.id,
@@ -100,11 +107,11 @@ def move(
         "now": now,
         "expired_before": expired_before(source.retention_period, now),
     }
-    history.record_where(conn, source, now, _LEFT[kind], _MOVABLE_WHERE, params, target.name)
+    history.record_where(conn, source, now, _LEFT[kind], _MOVABLE_WHERE[dialect], params, target.name)
     if not source.fifo:
         moved = conn.execute(standard, params).rowcount
     else:
-        rows: list[tuple[int, str]] = conn.execute(_MOVABLE, params).fetchall()
+        rows: list[tuple[int, str]] = conn.execute(_MOVABLE[dialect], params).fetchall()
         moved = len(rows)
         if rows:
             sequences = fifo.take_sequences(conn, target.id, moved)
@@ -118,7 +125,7 @@ def move(
             fifo.refresh_groups(conn, source.id, groups)
     if moved and (source.sealed or target.sealed):  # else no row of either can be encrypted
         sealer.reseal(conn, target, row_ids, now)
-    history.record_where(conn, target, now, history.MOVED_IN, _ARRIVED_WHERE, params, source.name)
+    history.record_where(conn, target, now, history.MOVED_IN, _ARRIVED_WHERE[dialect], params, source.name)
     if moved:
         counters.add(source.name, now, MOVED if kind is Kind.DEAD_LETTER else MOVED_OUT, moved)
         counters.add(target.name, now, MOVED_IN, moved)

@@ -40,7 +40,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from .. import limits
 from ..engines import forks
 from ..engines.base import Connection
-from ..engines.sql import encode_ids, in_ids
+from ..engines.dialect import Dialect, encode_ids, for_each_dialect
 from ..errors import KmsAccessDenied, KmsNotFound, MessageCorrupt
 from ..keyring import Keyring, alias_of
 from . import queue_rows
@@ -68,12 +68,18 @@ SELECT id, wrapped, created_at FROM data_keys
 WHERE alias = ? AND version = ? AND created_at > ? AND created_at <= ?
 ORDER BY created_at DESC LIMIT 1
 """
+
+
 # The sealed rows among some of a queue's rows, with the alias of their data key.
-_SEALED_ROWS = f"""
+def _sealed_rows(dialect: Dialect) -> str:
+    return f"""
 SELECT m.id, m.message_id, m.data_key_id, d.alias, m.body, m.attributes, m.payload_meta
 FROM messages m LEFT JOIN data_keys d ON d.id = m.data_key_id
-WHERE m.id IN {in_ids(":ids")} AND +m.queue_id = :queue_id
+WHERE m.id IN {dialect.in_ids(":ids")} AND +m.queue_id = :queue_id
 """
+
+
+_SEALED_ROWS = for_each_dialect(_sealed_rows)
 # A queue that received sealed rows is sealed from now on (its receives open rows in a transaction).
 _MARK_SEALED = "UPDATE queues SET sealed = TRUE WHERE id = ? AND NOT sealed"
 _RESEAL = """
@@ -248,7 +254,9 @@ class Sealer:
         caller's transaction: rows already under the target's master key are left as they are, and so
         are sealed rows arriving in a queue that does not encrypt (which is then marked sealed)."""
         want = queue_alias(target)
-        rows = conn.execute(_SEALED_ROWS, {"ids": encode_ids(row_ids), "queue_id": target.id}).fetchall()
+        rows = conn.execute(
+            _SEALED_ROWS[conn.dialect], {"ids": encode_ids(row_ids), "queue_id": target.id}
+        ).fetchall()
         changes = []
         kept_sealed = False
         for row_id, message_id, data_key_id, alias, body, attributes, meta in rows:

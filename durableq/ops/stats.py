@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..engines.base import Connection
+from ..engines.dialect import Dialect, for_each_dialect
 from ..types import MinuteMetrics, QueueStats, datetime_from_ms
 from .counters import COLUMNS as COUNTER_COLUMNS
 from .counters import MINUTE_MS
@@ -10,14 +11,19 @@ from .queue_rows import QueueConfig
 from .retention import expired_before
 from .states import STATE_SQL, in_flight_sql
 
+
 # One pass over the queue's range of ix_messages_visible, which holds every
 # column this needs: SQLite reads index pages only, never a message row.
-_DEPTH = f"""
+def _depth(d: Dialect) -> str:
+    return f"""
 SELECT {STATE_SQL} AS state, count(*)
-FROM messages INDEXED BY ix_messages_visible
+FROM messages {d.indexed_by("ix_messages_visible")}
 WHERE queue_id = :queue_id AND enqueued_at > :expired_before
 GROUP BY state
 """
+
+
+_DEPTH = for_each_dialect(_depth)
 _OLDEST = "SELECT min(enqueued_at) FROM messages WHERE queue_id = ? AND enqueued_at > ?"
 # In flight at :now, counted from a range of the same index, up to :cap (the queue's limit).
 _IN_FLIGHT_COUNT = f"""(SELECT count(*) FROM (
@@ -40,7 +46,9 @@ FROM queue_metrics WHERE queue_id = ? AND minute >= ? ORDER BY minute
 
 def queue_stats(conn: Connection, queue: QueueConfig, now: int) -> QueueStats:
     cutoff = expired_before(queue.retention_period, now)
-    depth = dict(conn.execute(_DEPTH, {"now": now, "queue_id": queue.id, "expired_before": cutoff}))
+    depth = dict(
+        conn.execute(_DEPTH[conn.dialect], {"now": now, "queue_id": queue.id, "expired_before": cutoff})
+    )
     (oldest,) = conn.execute(_OLDEST, (queue.id, cutoff)).fetchone()
     return QueueStats(
         approximate_number_of_messages=depth.get("visible", 0),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .. import limits
 from ..engines.base import Connection
-from ..engines.sql import encode_ids, in_ids, in_texts
+from ..engines.dialect import Dialect, encode_ids, for_each_dialect
 from ..errors import DurableQError, InvalidParameterValue, MessageNotInflight, ReceiptHandleIsInvalid
 from . import fifo, history, receipts, validation
 from .counters import DELETED, Counters
@@ -26,15 +26,21 @@ _UNEXPIRED = unexpired_sql("(SELECT retention_period FROM queues WHERE id = :que
 _DELETE_ANY_HANDLE = "DELETE FROM messages WHERE id = :row AND secret = :secret AND queue_id = :queue_id"
 # The same, for a queue that keeps history: the event needs the message's id and receive count.
 _DELETE_ANY_HANDLE_RETURNING = f"{_DELETE_ANY_HANDLE} RETURNING message_id, receive_count"
+
+
 # Several handles of a queue that keeps history, in one statement: :rows holds the handles' row ids
 # and :keys their "row.secret" pairs (JSON lists); a row goes if one of them names it with its secret.
 # (``+queue_id``: the row ids pick the rows through the primary key, never a scan of the queue's index.)
-_DELETE_HANDLES_RETURNING = f"""
+def _delete_handles_returning(d: Dialect) -> str:
+    return f"""
 DELETE FROM messages
-WHERE id IN {in_ids(":rows")} AND +queue_id = :queue_id
-  AND CAST(id AS TEXT) || '.' || secret IN {in_texts(":keys")}
+WHERE id IN {d.in_ids(":rows")} AND +queue_id = :queue_id
+  AND CAST(id AS TEXT) || '.' || secret IN {d.in_texts(":keys")}
 RETURNING message_id, receive_count
 """
+
+
+_DELETE_HANDLES_RETURNING = for_each_dialect(_delete_handles_returning)
 # FIFO queues: only the latest handle, and only while the message is still in flight.
 _DELETE_LATEST_IN_FLIGHT = f"""
 DELETE FROM messages
@@ -134,7 +140,7 @@ def delete_many(
         rows = encode_ids(r.row_id for r in valid)
         keys = encode_ids(f"{r.row_id}.{r.secret}" for r in valid)
         gone = conn.execute(
-            _DELETE_HANDLES_RETURNING, {"queue_id": queue.id, "rows": rows, "keys": keys}
+            _DELETE_HANDLES_RETURNING[conn.dialect], {"queue_id": queue.id, "rows": rows, "keys": keys}
         ).fetchall()
         history.record(conn, queue, now, history.DELETED, gone)
         if gone:

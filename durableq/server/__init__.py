@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import durableq
 from durableq import limits
-from durableq.engines.location import redacted
+from durableq.engines.urls import redacted
 
 from .settings import (
     DEFAULT_ACCOUNT_ID,

@@ -13,7 +13,6 @@ from pyspark.sql.types import DecimalType, IntegerType
 
 import durableq
 from durableq.analytics import COUNTERS, QueueAnalytics, to_rows
-from durableq.analytics.driver import SQLITE, jdbc_url
 from durableq.types import datetime_from_ms
 from tests.conftest import FakeClock
 
@@ -143,13 +142,8 @@ def test_the_driver_alone_would_type_these_columns_wrongly(
     spark: SparkSession, analytics: QueueAnalytics
 ) -> None:
     # Why every read states its types: untouched, the driver gives 32-bit ints and decimals.
-    raw = (
-        spark.read.format("jdbc")
-        .option("url", jdbc_url(analytics.snapshot_path))
-        .option("driver", SQLITE.driver_class)
-        .option("dbtable", "messages")
-        .load()
-    )
+    url, table, properties = analytics._snapshot.jdbc("messages")
+    raw = spark.read.format("jdbc").option("url", url).option("dbtable", table).options(**properties).load()
     types = {f.name: f.dataType for f in raw.schema.fields}
     assert isinstance(types["receive_count"], IntegerType)
     assert isinstance(types["id"], IntegerType)

@@ -10,6 +10,7 @@ from pathlib import Path
 import durableq.analytics
 from durableq.analytics import STATES
 from durableq.analytics.frames import messages_query
+from durableq.engines.dialect import SQLITE
 from durableq.ops.states import STATE_SQL
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,6 +62,6 @@ def test_states_are_the_values_of_the_library_classification() -> None:
 
 
 def test_the_query_carries_the_snapshot_time_in_place_of_now() -> None:
-    query = messages_query(4_300_000_123_456)
+    query = messages_query(SQLITE, 4_300_000_123_456)
     assert ":now" not in query
     assert query.count("4300000123456") == STATE_SQL.count(":now") + 1  # the states, and the expiry rule

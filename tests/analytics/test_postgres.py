@@ -17,8 +17,8 @@ import durableq
 from durableq import RedrivePolicy, SendEntry
 from durableq.analytics import QueueAnalytics, export_events, read_export, to_rows
 from durableq.analytics.driver import POSTGRES, find_jdbc_jar
-from durableq.analytics.live import PostgresSnapshot
 from durableq.analytics.session import add_jar
+from durableq.engines import dialect
 from tests.conftest import FakeClock, sql_rows
 from tests.held import Held
 
@@ -73,7 +73,7 @@ def test_spark_reads_postgresql_through_its_jdbc_driver_and_matches_the_library(
 ) -> None:
     url, clock = world
     with QueueAnalytics.open(url, spark=spark, clock=clock, partitions=3) as analytics:
-        assert isinstance(analytics._snapshot, PostgresSnapshot) and analytics.snapshot_path is None
+        assert analytics._snapshot.dialect is dialect.POSTGRES and analytics.snapshot_path is None
         rows = to_rows(analytics.messages())
         depth = {r["queue"]: r for r in to_rows(analytics.report("depth"))}
         events = Counter(r["event"] for r in to_rows(analytics.events()) if r["queue"] == "retry")
@@ -125,7 +125,7 @@ def test_closing_ends_the_exporting_transaction(spark: SparkSession, world: tupl
     url, clock = world
     analytics = QueueAnalytics.open(url, spark=spark, clock=clock)
     snapshot = analytics._snapshot
-    assert isinstance(snapshot, PostgresSnapshot)
+    assert snapshot.dialect is dialect.POSTGRES and not snapshot.closed
     analytics.close()
     assert snapshot.closed
     with psycopg.connect(url, autocommit=True) as other:

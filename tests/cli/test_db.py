@@ -12,7 +12,7 @@ import pytest
 import durableq
 from durableq.engines import migrate
 from durableq.engines.location import open_database
-from durableq.engines.postgres import VERSION_TABLE
+from durableq.engines.postgres.database import VERSION_TABLE
 from tests import pgcluster
 from tests.conftest import sql_rows
 

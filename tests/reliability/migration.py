@@ -15,7 +15,7 @@ from pathlib import Path
 import durableq
 from durableq import SendEntry
 from durableq.engines import migrate
-from durableq.engines.sqlite import Database
+from durableq.engines.sqlite.database import Database
 
 from . import store
 from .fleet import launch

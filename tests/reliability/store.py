@@ -4,8 +4,9 @@ in read-only transactions.
 
 The checker compares the journals with these rows rather than with what the
 library says, so a library bug cannot hide itself; ``stats()`` is then
-compared with the same rows.  The statements are written once, in SQLite's
-SQL; on PostgreSQL they run as :func:`durableq.engines.postgres.spell` spells them.
+compared with the same rows.  The statements are written once, in the SQL both
+engines share with sqlite3's parameters; on PostgreSQL they run with psycopg's
+(:func:`durableq.engines.postgres.connection.placeholders`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from durableq.engines.location import postgres_url
+from durableq.engines.urls import postgres_url
 
 #: Where a run's data lives: a SQLite file's path, or a PostgreSQL URL.
 Location = str | Path
@@ -54,15 +55,15 @@ class Reader(Protocol):
 
 
 class _Spelled:
-    """A psycopg connection whose ``execute`` takes SQLite's SQL (``?`` or ``:name`` parameters)."""
+    """A psycopg connection whose ``execute`` takes sqlite3's parameters (``?`` or ``:name``)."""
 
     def __init__(self, raw: Any) -> None:
         self.raw = raw
 
     def execute(self, statement: str, params: Any = ()) -> Any:
-        from durableq.engines.postgres import spell
+        from durableq.engines.postgres.connection import placeholders
 
-        return self.raw.execute(spell(statement), params)
+        return self.raw.execute(placeholders(statement), params)
 
     def close(self) -> None:
         self.raw.close()
@@ -186,7 +187,7 @@ def counters(location: Location) -> dict[str, Counter[str]]:
 def revision(location: Location) -> str | None:
     table = "alembic_version"
     if str(location).startswith("postgresql://"):
-        from durableq.engines.postgres import VERSION_TABLE as table
+        from durableq.engines.postgres.database import VERSION_TABLE as table
     with reading(location) as conn:
         row = conn.execute(f"SELECT version_num FROM {table}").fetchone()
     return None if row is None else row[0]

@@ -14,7 +14,7 @@ import psutil
 
 import durableq
 from durableq.engines import migrate
-from durableq.engines.sqlite import Database
+from durableq.engines.sqlite.database import Database
 
 from . import handlers
 from .journal import Journal

@@ -42,21 +42,10 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 
-from ..errors import DatabaseError
-
-
-@dataclass
-class GroupStats:
-    """What the gate did since the file was opened (for tests and benchmarks)."""
-
-    alone: int = 0
-    """Writes that ran in a transaction of their own."""
-    batches: int = 0
-    """Shared transactions (of two or more writes each)."""
-    grouped: int = 0
-    """Writes that ran in a shared transaction."""
+from ...errors import DatabaseError
+from ..base import GroupStats
+from .connection import SqliteConnection
 
 
 class _Signal:
@@ -98,7 +87,7 @@ class _Batch:
 
     def __init__(self, members: list[Member]) -> None:
         self.members = members
-        self.conn: sqlite3.Connection | None = None  # the connection of the open transaction
+        self.conn: SqliteConnection | None = None  # the connection of the open transaction
         self.held: list[Member] = []  # whose work the open transaction holds
 
 
@@ -107,8 +96,8 @@ class Gate:
 
     def __init__(
         self,
-        begin: Callable[[], sqlite3.Connection],
-        commit: Callable[[sqlite3.Connection], None],
+        begin: Callable[[], SqliteConnection],
+        commit: Callable[[SqliteConnection], None],
         translate: Callable[[BaseException], BaseException],
     ) -> None:
         """``begin()`` opens a shared transaction on the gate's connection (one that belongs to
@@ -187,7 +176,7 @@ class Gate:
         line[0].turn.set()
 
     @contextmanager
-    def turn(self, member: Member) -> Iterator[sqlite3.Connection]:
+    def turn(self, member: Member) -> Iterator[SqliteConnection]:
         """Run a member's work in its savepoint of the batch's transaction (begun on the gate's
         connection if none is open); end when that transaction committed."""
         if member.error is not None:
@@ -218,7 +207,7 @@ class Gate:
         if member.error is not None:
             raise member.error
 
-    def _undo(self, batch: _Batch, conn: sqlite3.Connection, exc: BaseException) -> None:
+    def _undo(self, batch: _Batch, conn: SqliteConnection, exc: BaseException) -> None:
         """Roll back one member's work.  If SQLite ended the whole transaction instead (some
         errors do), or it cannot be rolled back to the savepoint, the transaction is over: the
         members whose work it held fail with the error, and the next member begins anew."""
@@ -258,7 +247,7 @@ class Gate:
         if interrupted is not None:
             raise interrupted
 
-    def _interrupted_commit(self, conn: sqlite3.Connection, exc: BaseException) -> Exception | None:
+    def _interrupted_commit(self, conn: SqliteConnection, exc: BaseException) -> Exception | None:
         """The members' error when the commit was interrupted: none if it went through."""
         try:
             if not conn.in_transaction:

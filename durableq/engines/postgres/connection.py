@@ -1,0 +1,207 @@
+"""PostgreSQL connections: a driver connection with durableq's settings, and the :class:`Connection`
+the operations use (the interface of ``sqlite3.Connection``: ``execute``, ``executemany``,
+``in_transaction``), which counts the rows it changed for the commit's ``NOTIFY``.
+
+A forked child never closes its copies of the driver connections this process opened (closing one would
+end the parent's session): see :func:`_after_fork_in_child`."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import weakref
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+import psycopg
+from psycopg.adapt import Loader
+from psycopg.pq import TransactionStatus
+
+from ..base import Cursor, Params
+from ..dialect import POSTGRES
+from .errors import refused, translate, unstorable
+
+log = logging.getLogger(__name__)
+
+_SYNCHRONOUS = {"full": "on", "normal": "off"}
+_WRITES = ("INSERT", "UPDATE", "DELETE")
+
+#: A block already inside a transaction: nothing to add.
+_IN_OPEN_TRANSACTION: AbstractContextManager[None] = nullcontext()
+#: Every driver connection this process opened (the watcher's too), for the fork handler below.
+_raw_connections: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
+#: A forked child's copies of its parent's connections: kept, never closed (see below).
+_inherited: list[psycopg.Connection[Any]] = []
+
+
+class _NumericLoader(Loader):
+    """``sum()`` of integers is ``numeric`` in PostgreSQL: hand back an int, as SQLite does."""
+
+    def load(self, data: Any) -> int | float:
+        value = Decimal(bytes(data).decode())
+        return int(value) if value == value.to_integral_value() else float(value)
+
+
+def connect_raw(
+    location: str, durability: str, busy_timeout: float, *, autocommit: bool = True
+) -> psycopg.Connection[Any]:
+    """A new driver connection to ``location`` with durableq's settings: the durability's
+    ``synchronous_commit``, ``busy_timeout`` as the connect and lock timeouts, UTC, integer sums."""
+    url = location.replace("postgresql+psycopg://", "postgresql://", 1)
+    try:
+        raw = psycopg.connect(
+            url,
+            autocommit=autocommit,
+            cursor_factory=psycopg.Cursor,
+            connect_timeout=max(1, round(busy_timeout)),
+            application_name="durableq",
+        )
+        _raw_connections.add(raw)
+        raw.adapters.register_loader("numeric", _NumericLoader)
+        raw.execute(
+            f"SET synchronous_commit = {_SYNCHRONOUS[durability]}; "
+            f"SET lock_timeout = {max(1, round(busy_timeout * 1000))}; "
+            "SET TIME ZONE 'UTC'"
+        )
+    except psycopg.Error as exc:
+        raise translate(exc, location, busy_timeout) from exc
+    return raw
+
+
+def close_quietly(raw: psycopg.Connection[Any], what: str) -> None:
+    """Close a driver connection; a failure to close is logged, not raised (closing is best effort)."""
+    try:
+        raw.close()
+    except psycopg.Error:  # pragma: no cover - the server or the socket is gone already
+        log.debug("closing %s failed", what, exc_info=True)
+
+
+_PARAMETER = re.compile(r"'(?:[^']|'')*'|--[^\n]*|/\*.*?\*/|::|:([A-Za-z_]\w*)|\?|%", re.S)
+
+
+@lru_cache(maxsize=1024)
+def placeholders(statement: str) -> str:
+    """``statement`` with sqlite3's parameters (``:name``, ``?``) as psycopg's (``%(name)s``, ``%s``),
+    and every other ``%`` doubled (psycopg reads ``%%`` as ``%`` where parameters are bound); string
+    literals, comments and ``::`` casts as they are.  Once per statement text.  (Only the parameter
+    style: the SQL itself is the operations', fragments from :data:`..dialect.POSTGRES`.)"""
+
+    def placeholder(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if match.group(1) is not None:
+            return f"%({match.group(1)})s"
+        if token == "?":
+            return "%s"
+        if token == "%":
+            return "%%"
+        return token.replace("%", "%%")  # a string literal, a comment or a cast, as it is
+
+    return _PARAMETER.sub(placeholder, statement)
+
+
+@lru_cache(maxsize=1024)
+def _is_write(statement: str) -> bool:
+    """Does ``statement`` change rows (so that its commit notifies)?  Once per statement text."""
+    return statement.lstrip().upper().startswith(_WRITES)
+
+
+class Connection:
+    """One server connection with the interface the operations use (that of ``sqlite3.Connection``):
+    sqlite3's parameter style, translated errors, and a count of changed rows."""
+
+    __slots__ = ("_busy_timeout", "_location", "changes", "raw")
+
+    dialect = POSTGRES
+
+    def __init__(self, raw: psycopg.Connection[Any], location: str, busy_timeout: float) -> None:
+        self.raw = raw
+        self._location = location
+        self._busy_timeout = busy_timeout
+        self.changes = 0
+
+    def execute(self, statement: str, parameters: Params = (), /) -> Cursor:
+        if not parameters:  # nothing bound: psycopg sends the text as it is (a "%" stays one)
+            return self._run(statement, lambda cursor: cursor.execute(statement))
+        return self._run(statement, lambda cursor: cursor.execute(placeholders(statement), parameters))
+
+    def executemany(self, statement: str, parameters: Any, /) -> Cursor:
+        return self._run(statement, lambda cursor: cursor.executemany(placeholders(statement), parameters))
+
+    def _run(self, statement: str, call: Callable[[psycopg.Cursor[Any]], object]) -> Cursor:
+        """Run ``statement`` by ``call`` on a new cursor; errors translated, changed rows counted
+        (for the commit's NOTIFY)."""
+        cursor = self.raw.cursor()
+        try:
+            call(cursor)
+        except psycopg.Error as exc:
+            if refused(exc):
+                raise unstorable(exc) from None
+            raise translate(exc, self._location, self._busy_timeout) from exc
+        except (UnicodeEncodeError, ValueError) as exc:
+            raise unstorable(exc) from None
+        if cursor.rowcount > 0 and _is_write(statement):
+            self.changes += cursor.rowcount
+        return cursor
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.raw.info.transaction_status != TransactionStatus.IDLE
+
+    def one_write(self) -> AbstractContextManager[None]:
+        """The statements of the block as one write (see :meth:`..base.Connection.one_write`): every
+        write here runs in a transaction already, ``Database.change``'s or ``write``'s."""
+        if not self.in_transaction:
+            raise RuntimeError("a write runs inside Database.change() or Database.write(), never alone")
+        return _IN_OPEN_TRANSACTION
+
+    @property
+    def idle(self) -> bool:
+        """Open, and neither inside a transaction nor running a statement: fit to hand out."""
+        return not self.raw.closed and self.raw.info.transaction_status == TransactionStatus.IDLE
+
+    @property
+    def cut_off(self) -> bool:
+        """Is a statement still under way (an interrupt came while the driver waited for it)?"""
+        return self.raw.info.transaction_status in (TransactionStatus.ACTIVE, TransactionStatus.UNKNOWN)
+
+    def run(self, command: str) -> None:
+        """A statement of the engine's own (no parameters; several may be joined by ``;``)."""
+        try:
+            self.raw.execute(command)
+        except psycopg.Error as exc:
+            raise translate(exc, self._location, self._busy_timeout) from exc
+
+    def rollback(self) -> None:
+        if self.raw.closed or not self.in_transaction:
+            return
+        try:
+            self.raw.execute("ROLLBACK")
+        except psycopg.Error:  # the connection broke: the server rolled back
+            log.debug("rollback failed", exc_info=True)
+
+    def close(self) -> None:
+        close_quietly(self.raw, "a connection")
+
+
+def _after_fork_in_child() -> None:
+    # A forked child shares its parent's sockets.  Closing its copy of a connection (as collecting
+    # it would) sends the server a Terminate message and ends the PARENT's session.  So the child
+    # points each copied socket at /dev/null and keeps the objects: whatever libpq writes on them
+    # later goes nowhere, and the parent's connections live on.
+    null = os.open(os.devnull, os.O_RDWR)
+    try:
+        for raw in list(_raw_connections):
+            with contextlib.suppress(psycopg.Error, OSError):
+                if not raw.closed:
+                    os.dup2(null, raw.fileno())
+            _inherited.append(raw)
+    finally:
+        os.close(null)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,0 +1,251 @@
+"""The PostgreSQL engine's database: connections to a server many hosts share (one per thread), its
+kinds of transaction (the writers' lock: see :mod:`.locks`), change notification (:mod:`.notify`),
+and what migrations need of it.
+
+Long polls wake by ``LISTEN``/``NOTIFY``: a transaction that changed rows sends ``NOTIFY`` with its
+commit, so a waiter on any host learns of it when the commit does.
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+
+from ...errors import BrokerClosed, DatabaseError, UnsupportedOperation
+from .. import forks, watch, watchers
+from ..base import GroupStats
+from ..dialect import POSTGRES
+from ..per_thread import PerThread, keep_inherited
+from ..urls import redacted
+from .connection import Connection, connect_raw
+from .errors import translate
+from .locks import BEGIN_CHANGE, BEGIN_READ, BEGIN_WRITE, MIGRATION, SETTLED_BARRIER, SETTLED_BEGIN
+from .notify import CHANNEL, ListenSource, TransactionIdProbe
+from .snapshot import ExportedTransaction, export
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+#: alembic's revision table: a name of durableq's own, as the database may hold other applications'
+#: tables, their own ``alembic_version`` among them.
+VERSION_TABLE = "durableq_version"
+
+
+class Database:
+    """One PostgreSQL database: configured connections (one per thread) and transactions."""
+
+    #: No file: the server keeps the data.
+    path: Path | None = None
+    dialect = POSTGRES
+    #: Changes take the writers' lock shared: they run side by side (see :mod:`.locks`).
+    concurrent_changes = True
+
+    def __init__(self, url: str, *, durability: str, busy_timeout: float) -> None:
+        self.location = url
+        self.name = redacted(url)
+        self.durability = durability
+        self.busy_timeout = busy_timeout
+        self._connections = PerThread(Connection.close)
+        self._closed = False
+        self._watcher_hold = watchers.WatcherHold(
+            lambda: ("postgresql", url),
+            self.name,
+            lambda: ListenSource(self.raw_connect),
+            lambda: TransactionIdProbe(self.raw_connect),
+        )
+        _open_databases.add(self)
+
+    def __repr__(self) -> str:
+        return f"<postgres.Database {self.name!r}>"
+
+    # -- connections -----------------------------------------------------------------------
+
+    def raw_connect(self, *, autocommit: bool = True) -> psycopg.Connection[Any]:
+        """A new driver connection with durableq's settings."""
+        return connect_raw(self.location, self.durability, self.busy_timeout, autocommit=autocommit)
+
+    def connect(self) -> Connection:
+        return Connection(self.raw_connect(), self.location, self.busy_timeout)
+
+    @property
+    def conn(self) -> Connection:
+        """This thread's connection, opened on first use (and again if the server dropped it, or a
+        statement of it was cut off half way: its state is unknown)."""
+        if self._closed:
+            self._connections.close_mine()  # left to this thread by close(), if it was busy then
+            raise BrokerClosed(f"{self.name}: the broker is closed")
+        conn = self._connections.current()
+        if conn is not None and not (conn.raw.closed or conn.raw.broken or conn.cut_off):
+            return conn
+        if conn is not None:
+            self._connections.release(conn)
+        return self._connections.adopt(self.connect())
+
+    def _forget_connections(self) -> None:
+        # A forked child must not use its parent's sockets, nor close them (see below): kept.
+        keep_inherited(self._connections.forget())
+        self._watcher_hold.forget()
+
+    def is_driver_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, psycopg.Error)
+
+    def translated(self, exc: Exception) -> DatabaseError:
+        assert isinstance(exc, psycopg.Error)
+        return translate(exc, self.location, self.busy_timeout)
+
+    # -- transactions ----------------------------------------------------------------------
+    #
+    # How each kind begins, and why: see .locks.  A connection is handed out idle, and given back
+    # idle or closed: every transaction runs through _transaction, whose one except clause
+    # (_restore) covers every step that can fail (the lock of its BEGIN timing out, a statement,
+    # NOTIFY or COMMIT, an interrupt, a connection the server dropped).  A connection left inside an
+    # aborted transaction would fail every later call of its thread, and hold its locks meanwhile.
+
+    def write(self) -> AbstractContextManager[Connection]:
+        """A write transaction that runs alone: the writers' lock, exclusively (as SQLite's
+        ``BEGIN IMMEDIATE``)."""
+        return self._transaction(BEGIN_WRITE)
+
+    def change(self) -> AbstractContextManager[Connection]:
+        """A write of one statement (or a few, in ``conn.one_write()``): the writers' lock, shared."""
+        return self._transaction(BEGIN_CHANGE)
+
+    def read(self) -> AbstractContextManager[Connection]:
+        """A read transaction: one ``REPEATABLE READ`` snapshot."""
+        return self._transaction(BEGIN_READ)
+
+    def settled_read(self) -> AbstractContextManager[Connection]:
+        """A read transaction whose snapshot is *settled*: taken while no write was under way, so
+        every event id at or below the highest it shows has committed, or never will (why this is
+        needed and why it is correct: see :mod:`.locks`)."""
+        return self._transaction(SETTLED_BEGIN, barrier=SETTLED_BARRIER)
+
+    @contextmanager
+    def statement(self) -> Iterator[Connection]:
+        """This thread's connection for reads of one statement (autocommit)."""
+        with forks.INSIDE:  # in use: close() leaves it to this thread (see per_thread.PerThread)
+            yield self.conn
+
+    @contextmanager
+    def _transaction(self, begin: str, *, barrier: str | None = None) -> Iterator[Connection]:
+        """``begin`` … ``COMMIT`` (with ``NOTIFY`` if rows changed) on this thread's connection.
+        ``barrier``: a statement before ``begin`` that takes a session lock ``begin`` releases."""
+        with forks.INSIDE:  # in use: close() leaves it to this thread (see per_thread.PerThread)
+            yield from self._transaction_inside(begin, barrier)
+
+    def _transaction_inside(self, begin: str, barrier: str | None) -> Iterator[Connection]:
+        conn = self.conn
+        changes = conn.changes
+        # From the barrier's start to begin's end, the session lock may be held (even by a barrier
+        # that seemed to fail: an interrupt may cut it off after the server granted it).
+        holding = barrier is not None
+        try:
+            if barrier is not None:
+                conn.run(barrier)
+            conn.run(begin)
+            holding = False
+            yield conn
+            changed = conn.changes != changes
+            conn.run(f"NOTIFY {CHANNEL}; COMMIT" if changed else "COMMIT")
+        except BaseException:
+            self._restore(conn, holding=holding)
+            raise
+        if changed:
+            self._watcher_hold.committed()
+
+    def _restore(self, conn: Connection, *, holding: bool) -> None:
+        """After a transaction failed at any step: roll ``conn`` back to idle, or, where that cannot
+        be made sure of (broken, a statement cut off half way, a session lock it may still hold),
+        close it; the thread's next call then opens a new one."""
+        if not holding:
+            conn.rollback()
+            if conn.idle:
+                return
+        self._connections.release(conn)
+
+    @property
+    def waiting(self) -> int:
+        return 0  # no group commit: PostgreSQL commits concurrent transactions side by side
+
+    @property
+    def group_stats(self) -> GroupStats:
+        return GroupStats()
+
+    # -- notification ----------------------------------------------------------------------
+
+    def watcher(self) -> watch.Watcher:
+        """The change watcher of this database (one per process and database)."""
+        return self._watcher_hold.get()
+
+    def close(self) -> None:
+        self._closed = True
+        self._watcher_hold.close()
+        self._connections.close_all(busy=forks.inside)
+
+    # -- migrations ------------------------------------------------------------------------
+
+    version_table = VERSION_TABLE
+
+    def migration_engine(self) -> Engine:
+        """A SQLAlchemy engine for alembic, on connections of this database's settings."""
+        from sqlalchemy import create_engine
+        from sqlalchemy.pool import NullPool
+
+        return create_engine(
+            "postgresql+psycopg://", creator=lambda: self.raw_connect(autocommit=False), poolclass=NullPool
+        )
+
+    def revision(self) -> str | None:
+        """The alembic revision of the database (None: durableq never migrated it)."""
+        with self.statement() as conn:
+            (table,) = conn.execute(f"SELECT to_regclass('{VERSION_TABLE}')").fetchone()
+            if table is None:
+                return None
+            row = conn.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchone()
+        return row[0] if row else None
+
+    @contextmanager
+    def migration_lock(self) -> Iterator[None]:
+        """Only one process migrates the database at a time (a session advisory lock)."""
+        conn = self.connect()
+        try:
+            conn.run(f"SET lock_timeout = {max(1, round(self.busy_timeout * 1000))}")
+            conn.run(f"SELECT pg_advisory_lock({MIGRATION})")
+            yield
+        finally:
+            conn.close()  # ends the session, and its lock
+
+    def prepare_migration(self) -> None:
+        """Nothing to prepare: a PostgreSQL database needs no file settings."""
+
+    def export_snapshot(
+        self, clock: Callable[[], float], directory: str | os.PathLike[str] | None
+    ) -> ExportedTransaction:
+        """The live tables as one exported transaction sees them (see :mod:`.snapshot`; nothing is
+        copied, so ``directory`` does not apply)."""
+        return export(self.location, VERSION_TABLE, clock, self.busy_timeout)
+
+    def backup(self, dest: Path, file_mode: int) -> None:
+        raise UnsupportedOperation(
+            f"{self.name}: backup() copies a SQLite file; back a PostgreSQL database up with pg_dump "
+            "or the server's own backups"
+        )
+
+
+_open_databases: weakref.WeakSet[Database] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    # A forked child must not use its parent's sockets (.connection points its copies at /dev/null
+    # and keeps them): each database starts afresh, its own connections to come.
+    for db in list(_open_databases):
+        db._forget_connections()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

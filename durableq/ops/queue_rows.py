@@ -21,7 +21,8 @@ from . import history, validation
 
 @dataclass(frozen=True, slots=True)
 class QueueConfig:
-    """A queue row as every operation reads it, inside its own transaction."""
+    """A queue row as every operation reads it, inside its own transaction: the columns of the
+    queue settings (``durableq/queue_settings.py``; a test keeps the two equal) and the row's own."""
 
     id: int
     name: str
@@ -69,6 +70,8 @@ class QueueConfig:
 
 
 _FIELDS = [f.name for f in fields(QueueConfig)]
+# SQLite hands booleans back as 0 and 1.
+_BOOLEANS = [f.name for f in fields(QueueConfig) if f.type == "bool"]
 _COLUMNS = ", ".join(_FIELDS)
 _SELECT_BY_NAME = f"SELECT {_COLUMNS} FROM queues WHERE name = ?"
 
@@ -123,13 +126,8 @@ def find(conn: Connection, name: str) -> QueueConfig | None:
 
 def _config(row: tuple[Any, ...]) -> QueueConfig:
     values = dict(zip(_FIELDS, row))
-    # SQLite hands booleans back as 0 and 1.
-    values["fifo"] = bool(values["fifo"])
-    values["content_based_deduplication"] = bool(values["content_based_deduplication"])
-    values["sqs_managed_sse_enabled"] = bool(values["sqs_managed_sse_enabled"])
-    values["history"] = bool(values["history"])
-    values["large_payloads"] = bool(values["large_payloads"])
-    values["sealed"] = bool(values["sealed"])
+    for name in _BOOLEANS:
+        values[name] = bool(values[name])
     return QueueConfig(**values)
 
 

@@ -15,106 +15,67 @@ from typing import Any
 from .. import limits
 from ..engines.base import Connection
 from ..errors import InvalidAttributeName, InvalidAttributeValue, InvalidParameterValue, QueueNameExists
+from ..queue_settings import BY_NAME, SETTABLE, SETTINGS, Setting
 from ..types import RedriveAllowPolicy, RedrivePolicy, datetime_from_ms
 from . import validation
 from .queue_rows import QueueConfig, changed, find, load
 
-# Settings with a plain integer range: name -> (low, high, unit).
-_RANGES: dict[str, tuple[int, int, str]] = {
-    "visibility_timeout": (0, limits.MAX_VISIBILITY_TIMEOUT, "seconds"),
-    "delay_seconds": (0, limits.MAX_DELAY_SECONDS, "seconds"),
-    "retention_period": (limits.MIN_RETENTION_PERIOD, limits.MAX_RETENTION_PERIOD, "seconds"),
-    "receive_wait_time": (0, limits.MAX_RECEIVE_WAIT_TIME, "seconds"),
-    "maximum_message_size": (limits.MIN_MAXIMUM_MESSAGE_SIZE, limits.MAX_MAXIMUM_MESSAGE_SIZE, "bytes"),
-    "kms_data_key_reuse_period": (
-        limits.MIN_KMS_DATA_KEY_REUSE_PERIOD,
-        limits.MAX_KMS_DATA_KEY_REUSE_PERIOD,
-        "seconds",
-    ),
-    "history_retention": (limits.MIN_HISTORY_RETENTION, limits.MAX_HISTORY_RETENTION, "seconds"),
-}
-_FIFO_ONLY = ("content_based_deduplication", "deduplication_scope", "fifo_throughput_limit")
-_STORED_ONLY = ("policy",)
-_ENCRYPTION = ("kms_master_key_id", "sqs_managed_sse_enabled")
-_FLAGS = ("content_based_deduplication", "sqs_managed_sse_enabled", "history", "large_payloads")
-SETTABLE = (
-    *_RANGES,
-    "history",
-    "large_payloads",
-    *_FIFO_ONLY,
-    "redrive_policy",
-    "redrive_allow_policy",
-    *_ENCRYPTION,
-    *_STORED_ONLY,
-)
-# Columns a new queue gets unless its settings say otherwise.
-_DEFAULTS: dict[str, Any] = {
-    "visibility_timeout": limits.DEFAULT_VISIBILITY_TIMEOUT,
-    "delay_seconds": limits.DEFAULT_DELAY_SECONDS,
-    "retention_period": limits.DEFAULT_RETENTION_PERIOD,
-    "receive_wait_time": limits.DEFAULT_RECEIVE_WAIT_TIME,
-    "maximum_message_size": limits.DEFAULT_MAXIMUM_MESSAGE_SIZE,
-    "content_based_deduplication": False,
-    "deduplication_scope": limits.DEFAULT_DEDUPLICATION_SCOPE,
-    "kms_data_key_reuse_period": limits.DEFAULT_KMS_DATA_KEY_REUSE_PERIOD,
-    "sqs_managed_sse_enabled": False,
-    "history": False,
-    "large_payloads": False,
-    "history_retention": limits.DEFAULT_HISTORY_RETENTION,
-}
-# The columns that make two create_queue calls "the same queue".
-_IDENTITY = (
-    "fifo",
-    *_RANGES,
-    "history",
-    "large_payloads",
-    *_FIFO_ONLY,
-    "dead_letter_queue",
-    "max_receive_count",
-    "redrive_permission",
-    "redrive_source_queues",
-    *_ENCRYPTION,
-    *_STORED_ONLY,
-    "idle_timeout",
-)
+
+def _defaults(fifo: bool) -> dict[str, Any]:
+    """The columns a new queue gets unless its settings say otherwise.  A setting durableq acts on
+    always has a value in the row; one kept only for SQS clients only where SQS shows it."""
+    return {
+        s.name: s.default
+        for s in SETTINGS
+        if s.default is not None and (fifo or not (s.fifo_only and s.sqs_client_only))
+    }
+
+
+# The columns that make two create_queue calls "the same queue" (a temporary queue's idle timeout too).
+_IDENTITY = (*(column for s in SETTINGS for column in s.stored_in), "idle_timeout")
 
 
 def to_columns(fifo: bool, settings: Mapping[str, Any], conn: Connection, name: str) -> dict[str, Any]:
     """Check queue settings (create or set) and return the column values they mean."""
     columns: dict[str, Any] = {}
     for key, value in settings.items():
-        if key in _RANGES:
-            low, high, unit = _RANGES[key]
-            columns[key] = validation.integer(key, value, low, high, unit, InvalidAttributeValue)
-        elif key in _FIFO_ONLY and not fifo:
-            raise InvalidAttributeName(f"{key} applies to FIFO queues only; {name!r} is a standard queue")
-        elif key in _FLAGS:
-            if not isinstance(value, bool):
-                raise InvalidAttributeValue(f"{key} must be True or False; got {value!r}")
-            columns[key] = value
-        elif key == "deduplication_scope":
-            columns[key] = validation.choice(key, value, limits.DEDUPLICATION_SCOPES, InvalidAttributeValue)
-        elif key == "fifo_throughput_limit":
-            columns[key] = validation.choice(key, value, limits.FIFO_THROUGHPUT_LIMITS, InvalidAttributeValue)
-        elif key == "redrive_policy":
-            columns.update(_redrive_columns(conn, name, fifo, value))
-        elif key == "redrive_allow_policy":
-            columns.update(_allow_columns(value))
-        elif key == "policy":
-            columns[key] = _policy(value)
-        elif key == "kms_master_key_id":
-            columns[key] = _kms_key(value)
-        elif key == "fifo":
-            raise InvalidAttributeName(f"a queue's type never changes after creation ({name!r})")
-        else:
+        setting = BY_NAME.get(key)
+        if setting is None:
             raise InvalidAttributeName(
-                f"{key!r} is not a queue attribute; settable are {', '.join(SETTABLE)}"
+                f"{key!r} is not a queue attribute; settable are {', '.join(s.name for s in SETTABLE)}"
             )
+        if not setting.settable:
+            raise InvalidAttributeName(f"a queue's type never changes after creation ({name!r})")
+        if setting.fifo_only and not fifo:
+            raise InvalidAttributeName(f"{key} applies to FIFO queues only; {name!r} is a standard queue")
+        columns.update(_checked(setting, value, conn, name, fifo))
     if columns.get("kms_master_key_id") and "sqs_managed_sse_enabled" not in settings:
         columns["sqs_managed_sse_enabled"] = False  # a KMS key replaces SQS-managed encryption
     if columns.get("kms_master_key_id") or columns.get("sqs_managed_sse_enabled"):
         columns["sealed"] = True  # from now on the queue may hold encrypted rows (never cleared)
     return columns
+
+
+def _checked(setting: Setting, value: object, conn: Connection, name: str, fifo: bool) -> dict[str, Any]:
+    """The columns of one setting's value, checked."""
+    key = setting.name
+    if key == "redrive_policy":
+        return _redrive_columns(conn, name, fifo, value)
+    if key == "redrive_allow_policy":
+        return _allow_columns(value)
+    if key == "policy":
+        return {key: _policy(value)}
+    if key == "kms_master_key_id":
+        return {key: _kms_key(value)}
+    if setting.choices is not None:
+        return {key: validation.choice(key, value, setting.choices, InvalidAttributeValue)}
+    if setting.kind is bool:
+        if not isinstance(value, bool):
+            raise InvalidAttributeValue(f"{key} must be True or False; got {value!r}")
+        return {key: value}
+    assert setting.kind is int and setting.low is not None and setting.high is not None
+    unit = setting.unit or ""
+    return {key: validation.integer(key, value, setting.low, setting.high, unit, InvalidAttributeValue)}
 
 
 def _check_combination(queue: Mapping[str, Any], name: str) -> None:
@@ -246,9 +207,7 @@ def create(
     given = {"fifo": fifo, **to_columns(fifo, settings, conn, name)}
     if idle_timeout is not None:
         given["idle_timeout"] = idle_timeout
-    columns = {**_DEFAULTS, **given}
-    if fifo:
-        columns.setdefault("fifo_throughput_limit", limits.DEFAULT_FIFO_THROUGHPUT_LIMIT)
+    columns = {**_defaults(fifo), **given}
     _check_combination(columns, name)
     existing = find(conn, name)
     if existing is not None:
@@ -283,20 +242,15 @@ def vars_of(queue: QueueConfig) -> dict[str, Any]:
 
 
 def attributes(queue: QueueConfig) -> dict[str, Any]:
-    """The public view of a queue's settings (``Queue.attributes()``)."""
+    """The public view of a queue's settings (``Queue.attributes()``); a FIFO queue's own come last."""
     result: dict[str, Any] = {
         "name": queue.name,
         "fifo": queue.fifo,
-        **{key: getattr(queue, key) for key in _RANGES},
-        "history": queue.history,
-        "large_payloads": queue.large_payloads,
-        "redrive_policy": queue.redrive_policy,
-        "redrive_allow_policy": queue.redrive_allow_policy,
-        **{key: getattr(queue, key) for key in (*_ENCRYPTION, *_STORED_ONLY)},
+        **{s.name: getattr(queue, s.name) for s in SETTABLE if not s.fifo_only},
         **({"idle_timeout": queue.idle_timeout} if queue.idle_timeout is not None else {}),
         "created_at": datetime_from_ms(queue.created_at),
         "last_modified": datetime_from_ms(queue.last_modified),
     }
     if queue.fifo:
-        result.update({key: getattr(queue, key) for key in _FIFO_ONLY})
+        result.update({s.name: getattr(queue, s.name) for s in SETTABLE if s.fifo_only})
     return result

@@ -11,34 +11,17 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from durableq import QueueStats, RedriveAllowPolicy, RedrivePolicy
+from durableq import QueueStats, RedriveAllowPolicy, RedrivePolicy, queue_settings
 from durableq.errors import InvalidAttributeName, InvalidAttributeValue
+from durableq.queue_settings import Kind, Setting
 
 from .params import to_bool, to_int
 from .urls import Endpoint
 
+#: SQS name -> the durableq setting it is (see ``durableq/queue_settings.py``).
+SETTINGS: dict[str, Setting] = {s.sqs: s for s in queue_settings.SETTINGS if s.sqs is not None}
 #: durableq's one queue attribute SQS does not have (shown by ``All`` only where it is on).
-LARGE_PAYLOADS = "LargePayloadsEnabled"
-# SQS name -> (durableq setting, kind); kind says how the text converts.
-SETTINGS: dict[str, tuple[str, str]] = {
-    "DelaySeconds": ("delay_seconds", "int"),
-    "MaximumMessageSize": ("maximum_message_size", "int"),
-    "MessageRetentionPeriod": ("retention_period", "int"),
-    "ReceiveMessageWaitTimeSeconds": ("receive_wait_time", "int"),
-    "VisibilityTimeout": ("visibility_timeout", "int"),
-    "RedrivePolicy": ("redrive_policy", "redrive"),
-    "RedriveAllowPolicy": ("redrive_allow_policy", "redrive_allow"),
-    "Policy": ("policy", "text"),
-    "KmsMasterKeyId": ("kms_master_key_id", "text"),
-    "KmsDataKeyReusePeriodSeconds": ("kms_data_key_reuse_period", "int"),
-    "SqsManagedSseEnabled": ("sqs_managed_sse_enabled", "bool"),
-    "FifoQueue": ("fifo", "bool"),
-    "ContentBasedDeduplication": ("content_based_deduplication", "bool"),
-    "DeduplicationScope": ("deduplication_scope", "text"),
-    "FifoThroughputLimit": ("fifo_throughput_limit", "text"),
-    # durableq's own, named in SQS's style: a queue whose large payloads go to the payload store.
-    LARGE_PAYLOADS: ("large_payloads", "bool"),
-}
+LARGE_PAYLOADS = queue_settings.sqs_name("large_payloads")
 COUNTERS = {
     "ApproximateNumberOfMessages": "approximate_number_of_messages",
     "ApproximateNumberOfMessagesNotVisible": "approximate_number_of_messages_not_visible",
@@ -46,7 +29,9 @@ COUNTERS = {
 }
 READ_ONLY = ("QueueArn", "CreatedTimestamp", "LastModifiedTimestamp", *COUNTERS)
 # `All` shows the data key reuse period only with a KMS key, as SQS does.
-_WITH_KMS_KEY = "KmsDataKeyReusePeriodSeconds"
+_WITH_KMS_KEY = queue_settings.sqs_name("kms_data_key_reuse_period")
+_KMS_KEY = queue_settings.sqs_name("kms_master_key_id")
+_FIFO_QUEUE = queue_settings.sqs_name("fifo")
 
 
 def to_settings(attributes: Mapping[str, object], endpoint: Endpoint) -> dict[str, Any]:
@@ -59,8 +44,8 @@ def to_settings(attributes: Mapping[str, object], endpoint: Endpoint) -> dict[st
             raise InvalidAttributeName(
                 f"unknown attribute {name}; known are {', '.join([*SETTINGS, *READ_ONLY])}"
             )
-        key, kind = SETTINGS[name]
-        settings[key] = _PARSERS[kind](name, text, endpoint)
+        setting = SETTINGS[name]
+        settings[setting.name] = _PARSERS[setting.kind](name, text, endpoint)
     return settings
 
 
@@ -82,12 +67,12 @@ def from_settings(
     if any(name in COUNTERS for name in wanted):  # counting reads an index: only when asked
         counted = stats()
         values.update({name: getattr(counted, field) for name, field in COUNTERS.items()})
-    for name, (key, kind) in SETTINGS.items():
-        if key in settings:
-            values[name] = _FORMATTERS[kind](settings[key], endpoint)
+    for name, setting in SETTINGS.items():
+        if setting.name in settings:
+            values[name] = _FORMATTERS[setting.kind](settings[setting.name], endpoint)
     if not settings["fifo"]:
-        values.pop("FifoQueue")  # SQS shows it on FIFO queues only
-    if everything and values.get("KmsMasterKeyId") is None:
+        values.pop(_FIFO_QUEUE)  # SQS shows it on FIFO queues only
+    if everything and values.get(_KMS_KEY) is None:
         values.pop(_WITH_KMS_KEY, None)
     if everything and not settings.get("large_payloads"):
         values.pop(LARGE_PAYLOADS, None)  # SQS's own answer to All stays exactly SQS's
@@ -142,12 +127,13 @@ def _text(name: str, text: object, endpoint: Endpoint) -> object:
     return text  # the library checks the value
 
 
-_PARSERS: dict[str, Callable[[str, object, Endpoint], Any]] = {
-    "int": lambda name, text, _: to_int(name, text, InvalidAttributeValue),
-    "bool": lambda name, text, _: to_bool(name, text, InvalidAttributeValue),
-    "text": _text,
-    "redrive": _redrive,
-    "redrive_allow": _redrive_allow,
+# A setting's kind -> how its attribute's text converts.
+_PARSERS: dict[Kind, Callable[[str, object, Endpoint], Any]] = {
+    int: lambda name, text, _: to_int(name, text, InvalidAttributeValue),
+    bool: lambda name, text, _: to_bool(name, text, InvalidAttributeValue),
+    str: _text,
+    RedrivePolicy: _redrive,
+    RedriveAllowPolicy: _redrive_allow,
 }
 
 # -- setting -> text ----------------------------------------------------------
@@ -178,10 +164,10 @@ def _compact(document: dict[str, object]) -> str:
     return json.dumps(document, separators=(",", ":"))
 
 
-_FORMATTERS: dict[str, Callable[[Any, Endpoint], str | None]] = {
-    "int": lambda value, _: None if value is None else str(value),
-    "bool": lambda value, _: None if value is None else str(bool(value)).lower(),
-    "text": lambda value, _: value,
-    "redrive": _format_redrive,
-    "redrive_allow": _format_redrive_allow,
+_FORMATTERS: dict[Kind, Callable[[Any, Endpoint], str | None]] = {
+    int: lambda value, _: None if value is None else str(value),
+    bool: lambda value, _: None if value is None else str(bool(value)).lower(),
+    str: lambda value, _: value,
+    RedrivePolicy: _format_redrive,
+    RedriveAllowPolicy: _format_redrive_allow,
 }

@@ -18,10 +18,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .queue_attributes import SETTINGS
+from durableq.queue_settings import SETTINGS
 
 # durableq's names of settings and arguments -> SQS's names of attributes and parameters.
-_SQS_NAMES = {setting: name for name, (setting, _) in SETTINGS.items()} | {
+_SQS_NAMES = {s.name: s.sqs for s in SETTINGS if s.sqs is not None} | {
     "max_messages": "MaxNumberOfMessages",
     "wait_time": "WaitTimeSeconds",
     "visibility timeout": "VisibilityTimeout",

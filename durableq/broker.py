@@ -17,7 +17,7 @@ from .engines.base import Database
 from .engines.location import open_database, postgres_url
 from .engines.migrate import ensure_schema
 from .engines.sqlite import Database as SqliteDatabase
-from .errors import DurableQError, InvalidParameterValue
+from .errors import DurableQError, InvalidParameterValue, Reason
 from .keyring import Keyring
 from .limits import DEFAULT, _Default
 from .ops import audit, history, payload_folder, queue_rows, settings, validation
@@ -243,7 +243,11 @@ class Broker:
         checked_tags = validation.tags(tags) if tags else {}
         if len(checked_tags) > limits.MAX_TAGS:
             raise InvalidParameterValue(
-                f"a queue holds at most {limits.MAX_TAGS} tags; got {len(checked_tags)}"
+                template="a queue holds at most {high} tags; got {value}",
+                parameter="tags",
+                value=len(checked_tags),
+                high=limits.MAX_TAGS,
+                reason=Reason.TOO_MANY,
             )
         self._rt.keeper.maybe_reap()
         settings_given = {k: v for k, v in given.items() if v is not DEFAULT}

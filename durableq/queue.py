@@ -11,7 +11,7 @@ from typing import Any, BinaryIO
 
 from . import limits
 from .engines.base import Connection, Database
-from .errors import BatchRequestTooLong, DurableQError, InvalidParameterValue
+from .errors import BatchRequestTooLong, DurableQError, InvalidParameterValue, Reason
 from .ops import (
     audit,
     batch,
@@ -346,8 +346,11 @@ class Queue:
         if total > limits.MAX_BATCH_BYTES:
             self._abandon(valid)
             raise BatchRequestTooLong(
-                f"the messages of the batch add up to {total} bytes; "
-                f"at most {limits.MAX_BATCH_BYTES} are allowed"
+                template="the messages of the batch add up to {value} bytes; at most {high} are allowed",
+                parameter="entries",
+                value=total,
+                high=limits.MAX_BATCH_BYTES,
+                reason=Reason.TOO_LARGE,
             )
         rt = self._rt
         try:

@@ -226,12 +226,14 @@ class BatchSuccess:
 
 @dataclass(slots=True)
 class BatchFailure:
-    """A batch entry that failed: ``code`` is an error class name of ``durableq.errors``."""
+    """A batch entry that failed: ``code`` is an error class name of ``durableq.errors``; ``error`` is
+    the error itself, with its fields (None where the failure was made by hand)."""
 
     id: str
     code: str
     message: str
     sender_fault: bool = True
+    error: DurableQError | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(slots=True)

@@ -59,3 +59,34 @@ def test_errors_pickle_with_their_fields() -> None:
     assert type(copy) is InvalidParameterValue and copy.message == "p is 3"
     assert (copy.parameter, copy.value, copy.reason) == ("p", 3, Reason.TYPE)
     assert copy.spelled({"p": "--p"}) == "--p is 3"
+
+
+def test_library_errors_carry_their_data(broker: durableq.Broker) -> None:
+    queue = broker.create_queue("jobs")
+    try:
+        queue.send("x", delay_seconds=901)
+    except InvalidParameterValue as exc:
+        error = exc
+    assert (error.parameter, error.value, error.low, error.high, error.unit, error.reason) == (
+        "delay_seconds",
+        901,
+        0,
+        900,
+        "seconds",
+        Reason.RANGE,
+    )
+    try:
+        broker.create_queue("jobs", visibility_timeout=5, delay_seconds=1)
+    except durableq.QueueNameExists as exc:
+        exists = exc
+    assert exists.names == ("visibility_timeout", "delay_seconds") and exists.queue == "jobs"
+
+
+def test_a_failed_batch_entry_carries_its_error(queue: durableq.Queue) -> None:
+    result = queue.send_batch([durableq.SendEntry("late", "x", delay_seconds=901)])
+    (failure,) = result.failed
+    assert failure.error is not None and (failure.code, failure.message) == (
+        failure.error.code,
+        failure.error.message,
+    )
+    assert (failure.error.parameter, failure.error.value, failure.error.high) == ("delay_seconds", 901, 900)

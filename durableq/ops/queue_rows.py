@@ -14,7 +14,7 @@ from typing import Any
 from .. import limits
 from ..engines import sql
 from ..engines.base import Connection
-from ..errors import InvalidParameterValue, QueueDoesNotExist
+from ..errors import InvalidParameterValue, QueueDoesNotExist, Reason
 from ..types import RedriveAllowPolicy, RedrivePolicy
 from . import history, validation
 
@@ -189,7 +189,12 @@ def set_tags(conn: Connection, queue: QueueConfig, new_tags: Mapping[str, str]) 
     merged = {**get_tags(conn, queue), **checked}
     if len(merged) > limits.MAX_TAGS:
         raise InvalidParameterValue(
-            f"a queue holds at most {limits.MAX_TAGS} tags; this would make {len(merged)}"
+            template="a queue holds at most {high} tags; this would make {value}",
+            parameter="tags",
+            value=len(merged),
+            high=limits.MAX_TAGS,
+            queue=queue.name,
+            reason=Reason.TOO_MANY,
         )
     conn.executemany(
         "INSERT INTO tags (queue_id, key, value) VALUES (?, ?, ?) "

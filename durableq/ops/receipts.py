@@ -14,7 +14,7 @@ import re
 from typing import NamedTuple
 
 from ..engines import sql
-from ..errors import ReceiptHandleIsInvalid
+from ..errors import Reason, ReceiptHandleIsInvalid
 
 #: SQL expression for a fresh handle of the row being updated (each engine spells it its own way).
 NEW_HANDLE_SQL = sql.NEW_HANDLE
@@ -34,7 +34,11 @@ class Receipt(NamedTuple):
     def check_queue(self, queue_id: int, queue_name: str) -> None:
         if self.queue_id != queue_id:
             raise ReceiptHandleIsInvalid(
-                f"receipt handle {self.handle!r} belongs to another queue, not to {queue_name!r}"
+                template="receipt handle {value!r} belongs to another queue, not to {queue!r}",
+                parameter="receipt_handle",
+                value=self.handle,
+                queue=queue_name,
+                reason=Reason.CONFLICT,
             )
 
 
@@ -44,11 +48,17 @@ def parse(handle: object) -> Receipt:
     if match is None:
         shown = handle[:80] if isinstance(handle, str) else handle
         raise ReceiptHandleIsInvalid(
-            f"receipt handle {shown!r} is malformed; use a handle returned by receive"
+            template="receipt handle {value!r} is malformed; use a handle returned by receive",
+            parameter="receipt_handle",
+            value=shown,
+            reason=Reason.FORM,
         )
     queue_id, row_id = int(match.group(1)), int(match.group(2))
     if queue_id > _MAX_ID or row_id > _MAX_ID:  # no SQLite row id is that large
         raise ReceiptHandleIsInvalid(
-            f"receipt handle {match.string[:80]!r} is malformed; use a handle returned by receive"
+            template="receipt handle {value!r} is malformed; use a handle returned by receive",
+            parameter="receipt_handle",
+            value=match.string[:80],
+            reason=Reason.FORM,
         )
     return Receipt(match.string, queue_id, row_id, match.group(3))

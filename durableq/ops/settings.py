@@ -14,7 +14,13 @@ from typing import Any
 
 from .. import limits
 from ..engines.base import Connection
-from ..errors import InvalidAttributeName, InvalidAttributeValue, InvalidParameterValue, QueueNameExists
+from ..errors import (
+    InvalidAttributeName,
+    InvalidAttributeValue,
+    InvalidParameterValue,
+    QueueNameExists,
+    Reason,
+)
 from ..queue_settings import BY_NAME, SETTABLE, SETTINGS, Setting
 from ..types import RedriveAllowPolicy, RedrivePolicy, datetime_from_ms
 from . import validation
@@ -31,6 +37,9 @@ def _defaults(fifo: bool) -> dict[str, Any]:
     }
 
 
+#: The ``parameter`` of errors about the redrive and redrive-allow policies.
+REDRIVE = "redrive_policy"
+ALLOW = "redrive_allow_policy"
 # The columns that make two create_queue calls "the same queue" (a temporary queue's idle timeout too).
 _IDENTITY = (*(column for s in SETTINGS for column in s.stored_in), "idle_timeout")
 
@@ -42,12 +51,25 @@ def to_columns(fifo: bool, settings: Mapping[str, Any], conn: Connection, name: 
         setting = BY_NAME.get(key)
         if setting is None:
             raise InvalidAttributeName(
-                f"{key!r} is not a queue attribute; settable are {', '.join(s.name for s in SETTABLE)}"
+                template="{value!r} is not a queue attribute; settable are {choices}",
+                value=key,
+                choices=[s.name for s in SETTABLE],
+                reason=Reason.UNKNOWN,
             )
         if not setting.settable:
-            raise InvalidAttributeName(f"a queue's type never changes after creation ({name!r})")
+            raise InvalidAttributeName(
+                template="a queue's type never changes after creation ({queue!r})",
+                parameter=key,
+                queue=name,
+                reason=Reason.FIXED,
+            )
         if setting.fifo_only and not fifo:
-            raise InvalidAttributeName(f"{key} applies to FIFO queues only; {name!r} is a standard queue")
+            raise InvalidAttributeName(
+                template="{parameter} applies to FIFO queues only; {queue!r} is a standard queue",
+                parameter=key,
+                queue=name,
+                reason=Reason.FIFO_ONLY,
+            )
         columns.update(_checked(setting, value, conn, name, fifo))
     if columns.get("kms_master_key_id") and "sqs_managed_sse_enabled" not in settings:
         columns["sqs_managed_sse_enabled"] = False  # a KMS key replaces SQS-managed encryption
@@ -71,7 +93,12 @@ def _checked(setting: Setting, value: object, conn: Connection, name: str, fifo:
         return {key: validation.choice(key, value, setting.choices, InvalidAttributeValue)}
     if setting.kind is bool:
         if not isinstance(value, bool):
-            raise InvalidAttributeValue(f"{key} must be True or False; got {value!r}")
+            raise InvalidAttributeValue(
+                template="{parameter} must be True or False; got {value!r}",
+                parameter=key,
+                value=value,
+                reason=Reason.TYPE,
+            )
         return {key: value}
     assert setting.kind is int and setting.low is not None and setting.high is not None
     unit = setting.unit or ""
@@ -82,14 +109,23 @@ def _check_combination(queue: Mapping[str, Any], name: str) -> None:
     """Rules between settings, checked on the queue as it would be."""
     if queue.get("kms_master_key_id") and queue.get("sqs_managed_sse_enabled"):
         raise InvalidAttributeValue(
-            f"queue {name!r} can use one kind of server-side encryption: a KMS key or SQS-managed, not both"
+            template="queue {queue!r} can use one kind of server-side encryption: "
+            "a KMS key or SQS-managed, not both",
+            parameter="kms_master_key_id",
+            names=["sqs_managed_sse_enabled"],
+            queue=name,
+            reason=Reason.CONFLICT,
         )
     if (
         queue.get("fifo_throughput_limit") == "perMessageGroupId"
         and queue.get("deduplication_scope") != "messageGroup"
     ):
         raise InvalidAttributeValue(
-            "fifo_throughput_limit perMessageGroupId needs deduplication_scope messageGroup"
+            template="{parameter} perMessageGroupId needs {names[0]} messageGroup",
+            parameter="fifo_throughput_limit",
+            names=["deduplication_scope"],
+            queue=name,
+            reason=Reason.CONFLICT,
         )
 
 
@@ -98,7 +134,10 @@ def _redrive_columns(conn: Connection, name: str, fifo: bool, policy: object) ->
         return {"dead_letter_queue": None, "max_receive_count": None}
     if not isinstance(policy, RedrivePolicy):
         raise InvalidAttributeValue(
-            f"redrive_policy must be a durableq.RedrivePolicy or None; got {type(policy).__name__}"
+            template=f"{{parameter}} must be a durableq.RedrivePolicy or None; got {type(policy).__name__}",
+            parameter=REDRIVE,
+            value=policy,
+            reason=Reason.TYPE,
         )
     count = validation.integer(
         "max_receive_count",
@@ -112,24 +151,41 @@ def _redrive_columns(conn: Connection, name: str, fifo: bool, policy: object) ->
     try:
         validation.queue_name(target_name)
     except InvalidParameterValue as exc:
-        raise InvalidAttributeValue(f"dead_letter_queue: {exc.message}") from None
+        raise InvalidAttributeValue(
+            template="{dead_letter_queue}: " + exc.template,
+            parameter=REDRIVE,
+            value=exc.value,
+            high=exc.high,
+            reason=exc.reason,
+        ) from None
+    fields: dict[str, Any] = {"parameter": REDRIVE, "value": target_name, "queue": name}
     if target_name == name:
-        raise InvalidAttributeValue(f"queue {name!r} cannot be its own dead-letter queue")
+        raise InvalidAttributeValue(
+            template="queue {queue!r} cannot be its own dead-letter queue", reason=Reason.CONFLICT, **fields
+        )
     target = find(conn, target_name)
     if target is None:
-        raise InvalidAttributeValue(f"dead-letter queue {target_name!r} does not exist; create it first")
+        raise InvalidAttributeValue(
+            template="dead-letter queue {value!r} does not exist; create it first",
+            reason=Reason.NOT_FOUND,
+            **fields,
+        )
     if target.fifo != fifo:
         kind = "FIFO" if fifo else "standard"
         raise InvalidAttributeValue(
-            f"the dead-letter queue of a {kind} queue must be {kind} too; {target_name!r} is not"
+            template=f"the dead-letter queue of a {kind} queue must be {kind} too; {{value!r}} is not",
+            reason=Reason.CONFLICT,
+            **fields,
         )
     allow = target.redrive_allow_policy
     if allow is not None and (
         allow.permission == "denyAll" or (allow.permission == "byQueue" and name not in allow.source_queues)
     ):
         raise InvalidAttributeValue(
-            f"the redrive-allow policy of {target_name!r} ({allow.permission}) does not let "
-            f"{name!r} use it as a dead-letter queue"
+            template=f"the redrive-allow policy of {{value!r}} ({allow.permission}) does not let "
+            "{queue!r} use it as a dead-letter queue",
+            reason=Reason.CONFLICT,
+            **fields,
         )
     return {"dead_letter_queue": target_name, "max_receive_count": count}
 
@@ -139,24 +195,36 @@ def _allow_columns(policy: object) -> dict[str, Any]:
         return {"redrive_permission": None, "redrive_source_queues": None}
     if not isinstance(policy, RedriveAllowPolicy):
         raise InvalidAttributeValue(
-            f"redrive_allow_policy must be a durableq.RedriveAllowPolicy or None; got {type(policy).__name__}"
+            template="{parameter} must be a durableq.RedriveAllowPolicy or None; "
+            f"got {type(policy).__name__}",
+            parameter=ALLOW,
+            value=policy,
+            reason=Reason.TYPE,
         )
-    permission = validation.choice(
-        "redrive_allow_policy permission",
-        policy.permission,
-        limits.REDRIVE_PERMISSIONS,
-        InvalidAttributeValue,
-    )
+    permission = policy.permission
+    if not isinstance(permission, str) or permission not in limits.REDRIVE_PERMISSIONS:
+        raise InvalidAttributeValue(
+            template="{parameter} permission must be one of {choices}; got {value!r}",
+            parameter=ALLOW,
+            value=permission,
+            choices=limits.REDRIVE_PERMISSIONS,
+            reason=Reason.CHOICE,
+        )
     sources = validation.names("source_queues", policy.source_queues)
     if permission == "byQueue":
         if not 1 <= len(sources) <= limits.MAX_REDRIVE_SOURCE_QUEUES:
             raise InvalidAttributeValue(
-                f"permission byQueue needs 1 to {limits.MAX_REDRIVE_SOURCE_QUEUES} source queues; "
-                f"got {len(sources)}"
+                template="permission byQueue needs 1 to {high} source queues; got {value}",
+                parameter=ALLOW,
+                value=len(sources),
+                high=limits.MAX_REDRIVE_SOURCE_QUEUES,
+                reason=Reason.CONFLICT,
             )
     elif sources:
         raise InvalidAttributeValue(
-            f"source_queues are only allowed with permission byQueue, not {permission}"
+            template=f"source_queues are only allowed with permission byQueue, not {permission}",
+            parameter=ALLOW,
+            reason=Reason.CONFLICT,
         )
     return {
         "redrive_permission": permission,
@@ -171,14 +239,22 @@ def _policy(value: object) -> str | None:
     value = validation.text("policy", value, InvalidAttributeValue)
     if len(value.encode()) > limits.MAX_POLICY_BYTES:
         raise InvalidAttributeValue(
-            f"policy must be a JSON document of at most {limits.MAX_POLICY_BYTES} bytes"
+            template="{parameter} must be a JSON document of at most {high} bytes",
+            parameter="policy",
+            value=len(value.encode()),
+            high=limits.MAX_POLICY_BYTES,
+            reason=Reason.TOO_LARGE,
         )
     try:
         document = json.loads(value)
     except ValueError as exc:
-        raise InvalidAttributeValue(f"policy is not valid JSON: {exc}") from exc
+        raise InvalidAttributeValue(
+            f"policy is not valid JSON: {exc}", parameter="policy", reason=Reason.FORM
+        ) from exc
     if not isinstance(document, dict):
-        raise InvalidAttributeValue("policy must be a JSON object")
+        raise InvalidAttributeValue(
+            template="{parameter} must be a JSON object", parameter="policy", reason=Reason.FORM
+        )
     return value
 
 
@@ -188,8 +264,10 @@ def _kms_key(value: object) -> str | None:
     value = validation.text("kms_master_key_id", value, InvalidAttributeValue)
     if len(value) > limits.MAX_KMS_KEY_ID_LENGTH:
         raise InvalidAttributeValue(
-            "kms_master_key_id must be a key id, alias or ARN of at most "
-            f"{limits.MAX_KMS_KEY_ID_LENGTH} characters"
+            template="{parameter} must be a key id, alias or ARN of at most {high} characters",
+            parameter="kms_master_key_id",
+            high=limits.MAX_KMS_KEY_ID_LENGTH,
+            reason=Reason.FORM,
         )
     return value
 
@@ -214,8 +292,12 @@ def create(
         differing = [c for c in _IDENTITY if c in given and getattr(existing, c) != given[c]]
         if differing:
             raise QueueNameExists(
-                f"queue {name!r} exists with other attributes ({', '.join(differing)}); "
-                "use set_attributes to change them or another name"
+                template="queue {queue!r} exists with other attributes ({names}); "
+                "use {set_attributes} to change them or another name",
+                parameter=differing[0],
+                names=differing,
+                queue=name,
+                reason=Reason.EXISTS,
             )
         return existing, False
     columns.update(name=name, created_at=now, last_modified=now)

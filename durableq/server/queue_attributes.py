@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from durableq import QueueStats, RedriveAllowPolicy, RedrivePolicy, queue_settings
-from durableq.errors import InvalidAttributeName, InvalidAttributeValue
+from durableq.errors import InvalidAttributeName, InvalidAttributeValue, Reason
 from durableq.queue_settings import Kind, Setting
 
 from .params import to_bool, to_int
@@ -39,11 +39,9 @@ def to_settings(attributes: Mapping[str, object], endpoint: Endpoint) -> dict[st
     settings: dict[str, Any] = {}
     for name, text in attributes.items():
         if name in READ_ONLY:
-            raise InvalidAttributeName(f"attribute {name} is read-only")
+            raise InvalidAttributeName(f"attribute {name} is read-only", parameter=name, reason=Reason.FIXED)
         if name not in SETTINGS:
-            raise InvalidAttributeName(
-                f"unknown attribute {name}; known are {', '.join([*SETTINGS, *READ_ONLY])}"
-            )
+            raise _unknown(name)
         setting = SETTINGS[name]
         settings[setting.name] = _PARSERS[setting.kind](name, text, endpoint)
     return settings
@@ -56,7 +54,7 @@ def from_settings(
     known = [*READ_ONLY, *SETTINGS]
     for name in names:
         if name != "All" and name not in known:
-            raise InvalidAttributeName(f"unknown attribute {name}; known are All, {', '.join(known)}")
+            raise _unknown(name)
     everything = "All" in names
     wanted = known if everything else names
     values: dict[str, object] = {
@@ -79,6 +77,11 @@ def from_settings(
     return {name: str(values[name]) for name in wanted if values.get(name) is not None}
 
 
+def _unknown(name: str) -> InvalidAttributeName:
+    """An attribute neither SQS nor durableq has, in SQS's words."""
+    return InvalidAttributeName(f"Unknown Attribute {name}.", parameter=name, reason=Reason.UNKNOWN)
+
+
 # -- text -> setting ----------------------------------------------------------
 
 
@@ -89,7 +92,10 @@ def _redrive(name: str, text: object, endpoint: Endpoint) -> RedrivePolicy | Non
     missing = {"deadLetterTargetArn", "maxReceiveCount"} - document.keys()
     if missing:
         raise InvalidAttributeValue(
-            f"{name} needs deadLetterTargetArn and maxReceiveCount; missing {sorted(missing)}"
+            f"{name} needs deadLetterTargetArn and maxReceiveCount; missing {sorted(missing)}",
+            parameter=name,
+            names=sorted(missing),
+            reason=Reason.MISSING,
         )
     target = endpoint.name_from_arn(
         document["deadLetterTargetArn"], "deadLetterTargetArn", InvalidAttributeValue
@@ -105,7 +111,12 @@ def _redrive_allow(name: str, text: object, endpoint: Endpoint) -> RedriveAllowP
         return None
     arns = document.get("sourceQueueArns") or []
     if not isinstance(arns, list):
-        raise InvalidAttributeValue(f"{name} sourceQueueArns must be a list of queue ARNs")
+        raise InvalidAttributeValue(
+            f"{name} sourceQueueArns must be a list of queue ARNs",
+            parameter=name,
+            value=arns,
+            reason=Reason.TYPE,
+        )
     sources = [endpoint.name_from_arn(arn, "sourceQueueArns", InvalidAttributeValue) for arn in arns]
     return RedriveAllowPolicy(document.get("redrivePermission"), sources)  # type: ignore[arg-type]
 
@@ -117,9 +128,13 @@ def _json_object(name: str, text: object) -> dict[str, Any] | None:
     try:
         document = json.loads(text)  # type: ignore[arg-type]
     except (TypeError, ValueError) as exc:
-        raise InvalidAttributeValue(f"{name} must be a JSON object: {exc}") from exc
+        raise InvalidAttributeValue(
+            f"{name} must be a JSON object: {exc}", parameter=name, value=text, reason=Reason.FORM
+        ) from exc
     if not isinstance(document, dict):
-        raise InvalidAttributeValue(f"{name} must be a JSON object; got {text!r}")
+        raise InvalidAttributeValue(
+            f"{name} must be a JSON object; got {text!r}", parameter=name, value=text, reason=Reason.TYPE
+        )
     return document
 
 

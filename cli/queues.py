@@ -12,6 +12,7 @@ import durableq
 from durableq import RedriveAllowPolicy, RedrivePolicy, limits
 from durableq.keyring import normalize_alias
 from durableq.queue_settings import SETTINGS, Setting
+from durableq.types import MESSAGE_STATES
 
 from .base import management, open_broker, open_queue, speaks
 from .output import duration, emit, fields, json_option, table
@@ -228,9 +229,7 @@ def _description_text(description: dict[str, Any], payload_dir: Path | None) -> 
             ("tags", ", ".join(f"{k}={v}" for k, v in description["tags"].items()) or "-"),
             ("created_at", description["created_at"]),
             ("last_modified", description["last_modified"]),
-            ("visible", stats.approximate_number_of_messages),
-            ("in_flight", stats.approximate_number_of_messages_not_visible),
-            ("delayed", stats.approximate_number_of_messages_delayed),
+            *((state.name, getattr(stats, state.count)) for state in MESSAGE_STATES),
             ("oldest_message_age", duration(stats.oldest_message_age)),
         ]
     )

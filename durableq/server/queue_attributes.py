@@ -14,6 +14,7 @@ from typing import Any
 from durableq import QueueStats, RedriveAllowPolicy, RedrivePolicy, queue_settings
 from durableq.errors import InvalidAttributeName, InvalidAttributeValue, Reason
 from durableq.queue_settings import Kind, Setting
+from durableq.types import MESSAGE_STATES
 
 from .params import to_bool, to_int
 from .urls import Endpoint
@@ -22,11 +23,8 @@ from .urls import Endpoint
 SETTINGS: dict[str, Setting] = {s.sqs: s for s in queue_settings.SETTINGS if s.sqs is not None}
 #: durableq's one queue attribute SQS does not have (shown by ``All`` only where it is on).
 LARGE_PAYLOADS = queue_settings.sqs_name("large_payloads")
-COUNTERS = {
-    "ApproximateNumberOfMessages": "approximate_number_of_messages",
-    "ApproximateNumberOfMessagesNotVisible": "approximate_number_of_messages_not_visible",
-    "ApproximateNumberOfMessagesDelayed": "approximate_number_of_messages_delayed",
-}
+#: SQS's counts of messages by state -> the ``QueueStats`` field of each.
+COUNTERS = {state.sqs: state.count for state in MESSAGE_STATES}
 READ_ONLY = ("QueueArn", "CreatedTimestamp", "LastModifiedTimestamp", *COUNTERS)
 # `All` shows the data key reuse period only with a KMS key, as SQS does.
 _WITH_KMS_KEY = queue_settings.sqs_name("kms_data_key_reuse_period")

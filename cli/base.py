@@ -1,12 +1,11 @@
 """What every command shares: the root group that turns errors into one line and
-an exit status, the CLI's names for the library's keywords in those lines, and
+an exit status, the CLI's names for the library's names in those lines, and
 opening the broker (or a queue) the root options name (``--db``, ``--keyring``,
 ``--payload-dir``)."""
 
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +54,7 @@ class DurableQGroup(click.Group):
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except durableq.DurableQError as exc:
-            raise CommandFailed(exc.code, cli_words(exc.message)) from exc
+            raise CommandFailed(exc.code, cli_words(exc)) from exc
         except UnicodeDecodeError as exc:  # a file or stdin given to a command
             raise CommandFailed(
                 "InvalidParameterValue", f"the input is not UTF-8 text ({exc.reason} at byte {exc.start})"
@@ -72,30 +71,23 @@ class DurableQGroup(click.Group):
 
 # -- the CLI's words for the library's ----------------------------------------------
 
-#: Library words that mean the same in every command.
+#: Library names that mean the same in every command.
 COMMON_WORDS = {"fifo=True": "--fifo", "set_attributes": "`durableq queue set`"}
-# Text in quotes names a value the user gave (a queue, an attribute): never reworded.
-_QUOTED = re.compile(r"('[^']*'|\"[^\"]*\")")
 
 
-def cli_words(message: str, words: Mapping[str, str] | None = None) -> str:
-    """``message`` with the library's keywords replaced by what the user typed.
+def cli_words(error: durableq.DurableQError, words: Mapping[str, str] | None = None) -> str:
+    """``error``'s message with the library's names spelled as the user typed them.
 
-    ``words`` maps a keyword (``delay_seconds``) to the command's option
-    (``--delay``); :data:`COMMON_WORDS` always apply.  Quoted text is left alone.
+    ``words`` maps a library name (``delay_seconds``) to the command's option
+    (``--delay``); :data:`COMMON_WORDS` always apply.  The error says which of its
+    words are library names (its fields: ``DurableQError.spelled``); a value the
+    user gave is never respelled.
     """
-    table = {**COMMON_WORDS, **(words or {})}
-    pattern = re.compile(
-        r"(?<![\w-])(" + "|".join(re.escape(k) for k in sorted(table, key=len, reverse=True)) + r")(?![\w-])"
-    )
-    parts = _QUOTED.split(message)
-    return "".join(
-        part if i % 2 else pattern.sub(lambda m: table[m.group(1)], part) for i, part in enumerate(parts)
-    )
+    return error.spelled({**COMMON_WORDS, **(words or {})})
 
 
 def speaks(**words: str) -> Callable[[F], F]:
-    """Declare a command's option for each library keyword its errors may name.
+    """Declare a command's option for each library name its errors may use.
 
     ``@speaks(delay_seconds="--delay")`` under ``@click.command()``: a durableq
     error the command raises says ``--delay must be ...``, not ``delay_seconds``.
@@ -107,7 +99,7 @@ def speaks(**words: str) -> Callable[[F], F]:
             try:
                 return callback(*args, **kwargs)
             except durableq.DurableQError as exc:
-                raise CommandFailed(exc.code, cli_words(exc.message, words)) from exc
+                raise CommandFailed(exc.code, cli_words(exc, words)) from exc
 
         return run  # type: ignore[return-value]
 

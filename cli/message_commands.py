@@ -11,13 +11,14 @@ import click
 
 import durableq
 from durableq import limits
+from durableq.types import MESSAGE_STATES
 
 from .base import fail_entries, open_queue, speaks
 from .output import attribute_text, emit, fields, json_option, message_json, preview, table
 from .parsing import ranged_option
 
 #: --state words and the library's names for them (None: every state).
-PEEK_STATES = {"visible": "visible", "in-flight": "in_flight", "delayed": "delayed", "all": None}
+PEEK_STATES = {**{state.name.replace("_", "-"): state.name for state in MESSAGE_STATES}, "all": None}
 
 
 @click.command()

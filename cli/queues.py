@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 import durableq
 from durableq import RedriveAllowPolicy, RedrivePolicy, limits
 from durableq.keyring import normalize_alias
+from durableq.queue_settings import SETTINGS, Setting
+from durableq.types import MESSAGE_STATES
 
 from .base import management, open_broker, open_queue, speaks
 from .output import duration, emit, fields, json_option, table
@@ -19,8 +22,9 @@ from .parsing import (
     SETTING,
     format_redrive_allow_policy,
     format_redrive_policy,
-    ranged_option,
 )
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @click.group()
@@ -28,135 +32,67 @@ def queue() -> None:
     """Create, list, show, change, delete, purge and tag queues."""
 
 
+def _option(setting: Setting) -> Callable[[F], F]:
+    """The option of `queue create` for a queue setting, as the table declares it (the parameter
+    gets the setting's name)."""
+    flag, name, text = setting.option, setting.name, setting.description
+    assert flag is not None
+    if setting.kind is int:
+        assert setting.low is not None and setting.high is not None and setting.unit is not None
+        metavar = setting.unit.upper()
+        help_text = f"{text}, {setting.low}-{setting.high} (default {setting.default})."
+        return click.option(flag, name, type=int, metavar=metavar, help=help_text)
+    if setting.kind is bool:
+        return click.option(flag, name, is_flag=True, help=f"{text}.")
+    if setting.choices is not None:
+        return click.option(
+            flag, name, type=click.Choice(setting.choices), help=f"{text} (default {setting.default})."
+        )
+    if setting.kind is RedriveAllowPolicy:
+        return click.option(flag, name, type=REDRIVE_ALLOW, help=f"{text}.")
+    if setting.kind is RedrivePolicy:  # --dlq NAME with --max-receives N
+        dlq = click.option(
+            flag,
+            "dead_letter_queue",
+            metavar="NAME",
+            help="Dead-letter queue (it must exist, of the same type); needs --max-receives.",
+        )
+        receives = click.option(
+            "--max-receives",
+            "max_receive_count",
+            type=int,
+            help=f"Receives before a message moves to the {flag}, "
+            f"{limits.MIN_MAX_RECEIVE_COUNT}-{limits.MAX_MAX_RECEIVE_COUNT}.",
+        )
+        return lambda command: dlq(receives(command))
+    # kms_master_key_id: a key of the keyring, by its alias
+    return click.option(flag, name, metavar="ALIAS", help=f"{text} (NAME or alias/NAME; `durableq keys`).")
+
+
+def _options(command: F) -> F:
+    """Every queue setting's option of `queue create`, in the table's order."""
+    for setting in reversed([s for s in SETTINGS if s.option is not None]):
+        command = _option(setting)(command)
+    return command
+
+
+#: The option of each library keyword `queue create` passes, for its error messages.
+CREATE_WORDS = {
+    **{s.name: s.option for s in SETTINGS if s.option is not None and s.settable},
+    "dead_letter_queue": "--dlq",
+    "max_receive_count": "--max-receives",
+    "tags": "--tag",
+}
+
+
 @queue.command()
 @click.argument("name")
-@click.option("--fifo", is_flag=True, help=f"A FIFO queue (its name must end in {limits.FIFO_SUFFIX}).")
-@ranged_option(
-    "--visibility-timeout",
-    "Seconds a received message stays hidden",
-    0,
-    limits.MAX_VISIBILITY_TIMEOUT,
-    limits.DEFAULT_VISIBILITY_TIMEOUT,
-)
-@ranged_option(
-    "--delay",
-    "Seconds new messages wait before they can be received",
-    0,
-    limits.MAX_DELAY_SECONDS,
-    limits.DEFAULT_DELAY_SECONDS,
-)
-@ranged_option(
-    "--retention",
-    "Seconds a message is kept",
-    limits.MIN_RETENTION_PERIOD,
-    limits.MAX_RETENTION_PERIOD,
-    limits.DEFAULT_RETENTION_PERIOD,
-)
-@ranged_option(
-    "--wait",
-    "Default long-poll seconds of a receive",
-    0,
-    limits.MAX_RECEIVE_WAIT_TIME,
-    limits.DEFAULT_RECEIVE_WAIT_TIME,
-)
-@ranged_option(
-    "--max-size",
-    "Maximum message size in bytes",
-    limits.MIN_MAXIMUM_MESSAGE_SIZE,
-    limits.MAX_MAXIMUM_MESSAGE_SIZE,
-    limits.DEFAULT_MAXIMUM_MESSAGE_SIZE,
-    "BYTES",
-)
-@click.option(
-    "--history", is_flag=True, help="Keep the message history (`durableq events`, Spark's events())."
-)
-@ranged_option(
-    "--history-retention",
-    "Seconds message history is kept",
-    limits.MIN_HISTORY_RETENTION,
-    limits.MAX_HISTORY_RETENTION,
-    limits.DEFAULT_HISTORY_RETENTION,
-)
-@click.option("--content-dedup", is_flag=True, help="FIFO: deduplicate by the SHA-256 of the body.")
-@click.option(
-    "--dedup-scope",
-    type=click.Choice(limits.DEDUPLICATION_SCOPES),
-    help="FIFO: deduplication ids count per queue or per message group "
-    f"(default {limits.DEFAULT_DEDUPLICATION_SCOPE}).",
-)
-@click.option("--dlq", help="Dead-letter queue (it must exist, of the same type); needs --max-receives.")
-@click.option(
-    "--max-receives",
-    type=int,
-    help="Receives before a message moves to the --dlq, "
-    f"{limits.MIN_MAX_RECEIVE_COUNT}-{limits.MAX_MAX_RECEIVE_COUNT}.",
-)
-@click.option(
-    "--redrive-allow", type=REDRIVE_ALLOW, help="Which queues may use this one as their dead-letter queue."
-)
+@_options
 @click.option("--tag", "tags", multiple=True, type=KEY_VALUE, help="A tag KEY=VALUE. Repeatable.")
-@click.option(
-    "--large-payloads",
-    is_flag=True,
-    help="Store bodies over --max-size, or binary, outside the file (up to 2 GiB; `send --payload`).",
-)
-@click.option(
-    "--kms-key",
-    metavar="ALIAS",
-    help="Encrypt messages with this master key of the --keyring (NAME or alias/NAME; `durableq keys`).",
-)
-@click.option("--sse", is_flag=True, help="Encrypt messages with the keyring's managed key (alias/aws/sqs).")
-@ranged_option(
-    "--kms-reuse",
-    "Seconds a data key encrypts messages before a new one is made",
-    limits.MIN_KMS_DATA_KEY_REUSE_PERIOD,
-    limits.MAX_KMS_DATA_KEY_REUSE_PERIOD,
-    limits.DEFAULT_KMS_DATA_KEY_REUSE_PERIOD,
-)
 @json_option
-@speaks(
-    visibility_timeout="--visibility-timeout",
-    delay_seconds="--delay",
-    retention_period="--retention",
-    receive_wait_time="--wait",
-    maximum_message_size="--max-size",
-    history="--history",
-    history_retention="--history-retention",
-    content_based_deduplication="--content-dedup",
-    deduplication_scope="--dedup-scope",
-    redrive_policy="--dlq",
-    dead_letter_queue="--dlq",
-    max_receive_count="--max-receives",
-    redrive_allow_policy="--redrive-allow",
-    tags="--tag",
-    large_payloads="--large-payloads",
-    kms_master_key_id="--kms-key",
-    sqs_managed_sse_enabled="--sse",
-    kms_data_key_reuse_period="--kms-reuse",
-)
+@speaks(**CREATE_WORDS)
 @management("CreateQueue", "name")
-def create(
-    name: str,
-    fifo: bool,
-    visibility_timeout: int | None,
-    delay: int | None,
-    retention: int | None,
-    wait: int | None,
-    max_size: int | None,
-    history: bool,
-    history_retention: int | None,
-    content_dedup: bool,
-    dedup_scope: str | None,
-    dlq: str | None,
-    max_receives: int | None,
-    redrive_allow: RedriveAllowPolicy | None,
-    tags: tuple[tuple[str, str], ...],
-    large_payloads: bool,
-    kms_key: str | None,
-    sse: bool,
-    kms_reuse: int | None,
-    as_json: bool,
-) -> None:
+def create(name: str, tags: tuple[tuple[str, str], ...], as_json: bool, **options: Any) -> None:
     """Create a queue (the database file too, if there is none yet).
 
     Creating a queue that exists with the same settings does nothing; with other
@@ -169,29 +105,18 @@ def create(
       durableq queue create payments --history --history-retention 1209600
       durableq --keyring keys.json queue create orders --kms-key orders --large-payloads
     """
+    dlq, max_receives = options.pop("dead_letter_queue"), options.pop("max_receive_count")
     if (dlq is None) != (max_receives is None):
         raise click.UsageError("--dlq and --max-receives go together")
-    given: dict[str, Any] = {
-        "visibility_timeout": visibility_timeout,
-        "delay_seconds": delay,
-        "retention_period": retention,
-        "receive_wait_time": wait,
-        "maximum_message_size": max_size,
-        "history": history or None,
-        "history_retention": history_retention,
-        "content_based_deduplication": content_dedup or None,
-        "deduplication_scope": dedup_scope,
-        "redrive_policy": None if dlq is None else RedrivePolicy(dlq, max_receives),  # type: ignore[arg-type]
-        "redrive_allow_policy": redrive_allow,
-        "tags": dict(tags) or None,
-        "large_payloads": large_payloads or None,
-        "kms_master_key_id": None if kms_key is None else f"alias/{normalize_alias(kms_key)}",
-        "sqs_managed_sse_enabled": sse or None,
-        "kms_data_key_reuse_period": kms_reuse,
-    }
+    if dlq is not None:
+        options["redrive_policy"] = RedrivePolicy(dlq, max_receives)
+    if options["kms_master_key_id"] is not None:
+        options["kms_master_key_id"] = f"alias/{normalize_alias(options['kms_master_key_id'])}"
+    # Flags not given and options not given are settings not given (create_queue compares only those).
+    given = {key: value for key, value in options.items() if value is not None and value is not False}
     broker = open_broker(create=True)
     existed = name in broker.list_queues(prefix=name)
-    created = broker.create_queue(name, fifo=fifo, **{k: v for k, v in given.items() if v is not None})
+    created = broker.create_queue(name, tags=dict(tags) or None, **given)
     description = _description(broker, created)
     kind = "FIFO" if created.fifo else "standard"
     extras = ", ".join(_features(description))
@@ -304,9 +229,7 @@ def _description_text(description: dict[str, Any], payload_dir: Path | None) -> 
             ("tags", ", ".join(f"{k}={v}" for k, v in description["tags"].items()) or "-"),
             ("created_at", description["created_at"]),
             ("last_modified", description["last_modified"]),
-            ("visible", stats.approximate_number_of_messages),
-            ("in_flight", stats.approximate_number_of_messages_not_visible),
-            ("delayed", stats.approximate_number_of_messages_delayed),
+            *((state.name, getattr(stats, state.count)) for state in MESSAGE_STATES),
             ("oldest_message_age", duration(stats.oldest_message_age)),
         ]
     )

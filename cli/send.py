@@ -18,7 +18,7 @@ from .output import emit, json_option, jsonable, progress
 from .parsing import ATTRIBUTE, LINE_KEYS, line_entry, ranged_option
 
 BATCH = limits.MAX_BATCH_ENTRIES
-#: The options of `send` for the library's keywords, in its error messages.
+#: The options of `send` for the library's names, in its error messages.
 OPTION_WORDS = {"delay_seconds": "--delay", "group_id": "--group", "deduplication_id": "--dedup-id"}
 #: A file for --payload too large or binary for a queue without large payloads: say how to allow them.
 PAYLOAD_WORDS = {"large_payloads=True": "`durableq queue set QUEUE large_payloads=true`"}
@@ -165,15 +165,15 @@ def _send_file(target: durableq.Queue, file: TextIO, defaults: Mapping[str, Any]
                 try:
                     entries.append(line_entry(str(number), text, defaults))
                 except durableq.DurableQError as exc:
-                    failed.append((number, exc.code, cli_words(exc.message, LINE_WORDS)))
+                    failed.append((number, exc.code, cli_words(exc, LINE_WORDS)))
             try:
                 result = _send_batch(target, entries)
             except durableq.DurableQError as exc:
                 # The whole batch was refused (the file is locked, the queue is gone): say how far it got.
                 where = f"sent {sent} messages; line {chunk[0][0]} on were not sent"
-                raise CommandFailed(exc.code, f"{cli_words(exc.message, LINE_WORDS)} ({where})") from exc
+                raise CommandFailed(exc.code, f"{cli_words(exc, LINE_WORDS)} ({where})") from exc
             sent += len(result.successful)
-            failed += [(int(f.id), f.code, cli_words(f.message, LINE_WORDS)) for f in result.failed]
+            failed += [(int(f.id), f.code, _entry_words(f)) for f in result.failed]
             bar.update(len(chunk))
     failed.sort()
     report = {
@@ -183,6 +183,11 @@ def _send_file(target: durableq.Queue, file: TextIO, defaults: Mapping[str, Any]
     }
     emit(as_json, report, f"sent {sent} of {len(lines)} messages from {file.name}")
     fail_entries([(f"line {n}", code, message) for n, code, message in failed], len(lines), "lines")
+
+
+def _entry_words(failure: durableq.BatchFailure) -> str:
+    """A failed line's message, naming the option and the line's key."""
+    return failure.message if failure.error is None else cli_words(failure.error, LINE_WORDS)
 
 
 def _send_batch(target: durableq.Queue, entries: list[durableq.SendEntry]) -> durableq.BatchResult:

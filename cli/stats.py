@@ -12,6 +12,7 @@ import click
 
 import durableq
 from durableq import limits
+from durableq.types import MESSAGE_STATES
 
 from .base import open_broker
 from .output import duration, emit, json_option, table
@@ -101,9 +102,7 @@ def _queue_row(target: durableq.Queue, since: datetime, window: int) -> dict[str
     return {
         "queue": target.name,
         "fifo": target.fifo,
-        "visible": depth.approximate_number_of_messages,
-        "in_flight": depth.approximate_number_of_messages_not_visible,
-        "delayed": depth.approximate_number_of_messages_delayed,
+        **{state.name: getattr(depth, state.count) for state in MESSAGE_STATES},
         "oldest_message_age": depth.oldest_message_age,
         "per_minute": {key: round(sum(getattr(m, key) for m in minutes) / window, 1) for key in RATES},
     }
@@ -113,13 +112,12 @@ def _text(snapshot: dict[str, Any]) -> str:
     rows = snapshot["queues"]
     if not rows:
         return "no queues"
-    headers = ["queue", "visible", "in flight", "delayed", "oldest", *RATES.values()]
+    states = [state.name.replace("_", " ") for state in MESSAGE_STATES]
+    headers = ["queue", *states, "oldest", *RATES.values()]
     lines = [
         [
             r["queue"],
-            r["visible"],
-            r["in_flight"],
-            r["delayed"],
+            *(r[state.name] for state in MESSAGE_STATES),
             duration(r["oldest_message_age"]),
             *(r["per_minute"][key] for key in RATES),
         ]

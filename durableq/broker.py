@@ -12,7 +12,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from . import limits
+from . import limits, queue_settings
 from .engines.base import Database
 from .engines.location import file_of, open_database
 from .engines.migrate import ensure_schema
@@ -222,24 +222,9 @@ class Broker:
         if not isinstance(fifo, bool):
             raise InvalidParameterValue(f"fifo must be True or False; got {fifo!r}")
         validation.queue_name(name, fifo=fifo)
-        given = {
-            "visibility_timeout": visibility_timeout,
-            "delay_seconds": delay_seconds,
-            "retention_period": retention_period,
-            "receive_wait_time": receive_wait_time,
-            "maximum_message_size": maximum_message_size,
-            "content_based_deduplication": content_based_deduplication,
-            "deduplication_scope": deduplication_scope,
-            "redrive_policy": redrive_policy,
-            "redrive_allow_policy": redrive_allow_policy,
-            "history": history,
-            "history_retention": history_retention,
-            "large_payloads": large_payloads,
-            "kms_master_key_id": kms_master_key_id,
-            "sqs_managed_sse_enabled": sqs_managed_sse_enabled,
-            "kms_data_key_reuse_period": kms_data_key_reuse_period,
-            **sqs_settings,
-        }
+        # The table's settings, as this signature spells them out (a test keeps the two equal).
+        given = {key: value for key, value in locals().items() if key in queue_settings.KEYWORDS}
+        given.update(sqs_settings)
         broker_calls.create(self._rt, name, fifo, given, tags)
         return Queue(self._rt, name, fifo)
 

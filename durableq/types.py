@@ -226,12 +226,14 @@ class BatchSuccess:
 
 @dataclass(slots=True)
 class BatchFailure:
-    """A batch entry that failed: ``code`` is an error class name of ``durableq.errors``."""
+    """A batch entry that failed: ``code`` is an error class name of ``durableq.errors``; ``error`` is
+    the error itself, with its fields (None where the failure was made by hand)."""
 
     id: str
     code: str
     message: str
     sender_fault: bool = True
+    error: DurableQError | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(slots=True)
@@ -253,19 +255,70 @@ class QueueStats:
 
 
 @dataclass(frozen=True, slots=True)
+class MessageState:
+    """A state a message is in: ``ops/states.py`` classifies rows into them."""
+
+    name: str
+    count: str  # the QueueStats field that counts the messages in it
+    sqs: str  # SQS's queue attribute that counts them
+    description: str
+
+
+#: The states of a message, declared once, in the order stats, peek, reports and metrics list them.
+MESSAGE_STATES = (
+    MessageState(
+        "visible",
+        "approximate_number_of_messages",
+        "ApproximateNumberOfMessages",
+        "Messages ready to receive",
+    ),
+    MessageState(
+        "in_flight",
+        "approximate_number_of_messages_not_visible",
+        "ApproximateNumberOfMessagesNotVisible",
+        "Messages received, not deleted, not visible again",
+    ),
+    MessageState(
+        "delayed",
+        "approximate_number_of_messages_delayed",
+        "ApproximateNumberOfMessagesDelayed",
+        "Messages whose delay has not passed",
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
 class MinuteMetrics:
-    """Counters of one queue for one minute (``minute`` is its start, UTC)."""
+    """Counters of one queue for one minute (``minute`` is its start, UTC).
+
+    Every field after ``minute`` is a counter: this is their one declaration, which the
+    ``queue_metrics`` table's writer (``ops/counters.py``), Spark's ``metrics()`` and the
+    endpoint's Prometheus counters (each field's ``description`` is its help) read.
+    """
 
     minute: datetime
-    sent: int
-    received: int
-    deleted: int
-    moved_to_dead_letter: int
-    expired: int
-    empty_receives: int
-    moved_in: int = 0  # arrived by a dead-letter move or a message move task
-    moved_out: int = 0  # left by a message move task
-    purged: int = 0
+    sent: int = field(metadata={"description": "Messages sent"})
+    received: int = field(
+        metadata={"description": "Messages received (a message received twice counts twice)"}
+    )
+    deleted: int = field(metadata={"description": "Messages deleted"})
+    moved_to_dead_letter: int = field(
+        metadata={"description": "Messages moved to the dead-letter queue by a receive"}
+    )
+    expired: int = field(metadata={"description": "Messages removed because their retention period passed"})
+    empty_receives: int = field(metadata={"description": "Receives that returned no message"})
+    moved_in: int = field(
+        default=0,
+        metadata={"description": "Messages that arrived by a dead-letter move or a message move task"},
+    )
+    moved_out: int = field(default=0, metadata={"description": "Messages that left by a message move task"})
+    purged: int = field(default=0, metadata={"description": "Messages removed by purge"})
+
+
+#: The per-minute counters (the fields of :class:`MinuteMetrics` after ``minute``) and what each counts.
+COUNTERS: dict[str, str] = {
+    f.name: f.metadata["description"] for f in fields(MinuteMetrics) if f.name != "minute"
+}
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ import re
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from .. import types
 from ..engines.dialect import Dialect
 from ..ops.retention import unexpired_sql
 from ..ops.states import STATE_SQL
@@ -27,7 +28,7 @@ from .snapshot import Snapshot
 from .window import TimeWindow
 
 #: The states of ``messages().state``: the values :data:`durableq.ops.states.STATE_SQL` yields.
-STATES = ("delayed", "visible", "in_flight")
+STATES = tuple(state.name for state in types.MESSAGE_STATES)
 
 # The library's one classification, with the snapshot time for its :now parameter.
 _NOW = re.compile(r":now\b")
@@ -64,18 +65,8 @@ _QUEUES_TYPES = """queue STRING, fifo BOOLEAN, visibility_timeout BIGINT, delay_
   content_based_deduplication BOOLEAN, deduplication_scope STRING, dead_letter_queue STRING,
   max_receive_count BIGINT, redrive_permission STRING, created_at BIGINT, last_modified BIGINT"""
 
-#: The counter columns of ``metrics()``, in table order (``MinuteMetrics`` has the same fields).
-COUNTERS = (
-    "sent",
-    "received",
-    "deleted",
-    "moved_to_dead_letter",
-    "expired",
-    "empty_receives",
-    "moved_in",
-    "moved_out",
-    "purged",
-)
+#: The counter columns of ``metrics()``: the fields of ``MinuteMetrics``, which declares them.
+COUNTERS = tuple(types.COUNTERS)
 
 _METRICS_SQL = f"""(SELECT q.name AS queue, c.minute, {", ".join(f"c.{c}" for c in COUNTERS)}
 FROM queue_metrics AS c JOIN queues AS q ON q.id = c.queue_id) AS durableq_metrics"""

@@ -55,7 +55,7 @@ class Tables:
 
 
 def depth_by_state(tables: Tables) -> DataFrame:
-    """Messages per queue and state (``delayed``, ``visible``, ``in_flight``) and their ``total``.
+    """Messages per queue and state (``visible``, ``in_flight``, ``delayed``) and their ``total``.
 
     The same numbers ``Queue.stats()`` gives at the snapshot time; queues
     without messages show zeros.

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 
 from .. import limits
-from ..errors import InvalidParameterValue
+from ..errors import InvalidParameterValue, Reason
 from ..types import Attribute
 from .validation import text_chars
 
@@ -36,9 +36,13 @@ def _check_name(name: object) -> str:
         or name.lower().startswith(_RESERVED_PREFIXES)
     ):
         raise InvalidParameterValue(
-            f"attribute name {name!r} is not allowed: use 1 to {limits.MAX_ATTRIBUTE_NAME_LENGTH} "
+            template="attribute name {value!r} is not allowed: use 1 to {high} "
             "characters of A-Z a-z 0-9 _ - ., not starting or ending with '.', without '..', "
-            "and not starting with 'AWS.' or 'Amazon.'"
+            "and not starting with 'AWS.' or 'Amazon.'",
+            parameter="attribute name",
+            value=name,
+            high=limits.MAX_ATTRIBUTE_NAME_LENGTH,
+            reason=Reason.FORM,
         )
     return name
 
@@ -49,7 +53,11 @@ def _check_number(name: str, text: str) -> None:
     number = Decimal(text) if _DECIMAL.fullmatch(text) else None
     if number is None:
         raise InvalidParameterValue(
-            f"attribute {name!r} of type Number has value {text!r}, which is not a number"
+            template="attribute {key!r} of type Number has value {value!r}, which is not a number",
+            parameter="attribute value",
+            key=name,
+            value=text,
+            reason=Reason.FORM,
         )
     if number:
         # Count significant digits by hand: normalize() would round to the context's precision.
@@ -57,9 +65,13 @@ def _check_number(name: str, text: str) -> None:
         magnitude = number.adjusted()
         if len(significant) > _MAX_NUMBER_DIGITS or not _MIN_EXPONENT <= magnitude <= _MAX_EXPONENT:
             raise InvalidParameterValue(
-                f"attribute {name!r} has Number value {text!r}: numbers allow up to "
+                template="attribute {key!r} has Number value {value!r}: numbers allow up to "
                 f"{_MAX_NUMBER_DIGITS} significant digits and magnitudes from 1e{_MIN_EXPONENT} "
-                f"to 1e{_MAX_EXPONENT}"
+                f"to 1e{_MAX_EXPONENT}",
+                parameter="attribute value",
+                key=name,
+                value=text,
+                reason=Reason.RANGE,
             )
 
 
@@ -88,8 +100,12 @@ def _to_attribute(name: str, value: object) -> Attribute:
         or not _TYPE.fullmatch(data_type)
     ):
         raise InvalidParameterValue(
-            f"attribute {name!r} has type {data_type!r}; allowed are String, Number and Binary, "
-            "each optionally followed by '.label'"
+            template="attribute {key!r} has type {value!r}; allowed are String, Number and Binary, "
+            "each optionally followed by '.label'",
+            parameter="attribute type",
+            key=name,
+            value=data_type,
+            reason=Reason.FORM,
         )
     base = data_type.split(".", 1)[0]
     if base == "Binary":
@@ -118,7 +134,11 @@ def normalize(values: Mapping[str, object] | None) -> dict[str, Attribute]:
         )
     if len(values) > limits.MAX_MESSAGE_ATTRIBUTES:
         raise InvalidParameterValue(
-            f"a message holds at most {limits.MAX_MESSAGE_ATTRIBUTES} attributes; got {len(values)}"
+            template="a message holds at most {high} attributes; got {value}",
+            parameter="attributes",
+            value=len(values),
+            high=limits.MAX_MESSAGE_ATTRIBUTES,
+            reason=Reason.TOO_MANY,
         )
     return {_check_name(name): _to_attribute(name, value) for name, value in values.items()}
 

@@ -28,7 +28,7 @@ def entries_with_ids(entries: object, width: int, shape: str) -> list[tuple[Any,
 
 
 def failure(entry_id: str, error: DurableQError) -> BatchFailure:
-    return BatchFailure(entry_id, error.code, error.message)
+    return BatchFailure(entry_id, error.code, error.message, error=error)
 
 
 def each(ids: Sequence[str], action: Callable[[int], object]) -> BatchResult:

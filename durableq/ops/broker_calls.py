@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from .. import limits
-from ..errors import InvalidParameterValue
+from ..errors import InvalidParameterValue, Reason
 from ..limits import DEFAULT
 from ..types import AuditEvent, MessageEvent
 from . import audit, history, queue_rows, settings, validation
@@ -35,7 +35,13 @@ def create(
     """Create (or find the same) queue with the settings ``given``; True if it is new."""
     checked_tags = validation.tags(tags) if tags else {}
     if len(checked_tags) > limits.MAX_TAGS:
-        raise InvalidParameterValue(f"a queue holds at most {limits.MAX_TAGS} tags; got {len(checked_tags)}")
+        raise InvalidParameterValue(
+            template="a queue holds at most {high} tags; got {value}",
+            parameter="tags",
+            value=len(checked_tags),
+            high=limits.MAX_TAGS,
+            reason=Reason.TOO_MANY,
+        )
     rt.temporary_queues.maybe_reap()
     settings_given = {k: v for k, v in given.items() if v is not DEFAULT}
     with rt.db.write() as conn:

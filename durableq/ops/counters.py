@@ -18,27 +18,26 @@ import weakref
 
 from ..engines.base import Database
 from ..errors import DurableQError
+from ..types import COUNTERS
 
 log = logging.getLogger(__name__)
 
 MINUTE_MS = 60_000
 FLUSH_INTERVAL = 1.0
-#: The per-minute counters: ``queue_metrics`` columns and ``MinuteMetrics`` fields, in this order.
-#: ``moved_to_dead_letter`` leave a queue for its dead-letter queue; ``moved_out`` leave it by a
-#: message move task; ``moved_in`` arrive by either kind of move; ``purged`` go by a purge.
-COLUMNS = (
-    "sent",
-    "received",
-    "deleted",
-    "moved_to_dead_letter",
-    "expired",
-    "empty_receives",
-    "moved_in",
-    "moved_out",
-    "purged",
-)
+#: The per-minute counters: ``queue_metrics`` columns, in the order of ``MinuteMetrics``, which
+#: declares them.  ``moved_to_dead_letter`` leave a queue for its dead-letter queue; ``moved_out``
+#: leave it by a message move task; ``moved_in`` arrive by either kind of move; ``purged`` go by a purge.
+COLUMNS = tuple(COUNTERS)
 # Positions of the counts in a pending row.
-SENT, RECEIVED, DELETED, MOVED, EXPIRED, EMPTY_RECEIVES, MOVED_IN, MOVED_OUT, PURGED = range(len(COLUMNS))
+SENT = COLUMNS.index("sent")
+RECEIVED = COLUMNS.index("received")
+DELETED = COLUMNS.index("deleted")
+MOVED = COLUMNS.index("moved_to_dead_letter")
+EXPIRED = COLUMNS.index("expired")
+EMPTY_RECEIVES = COLUMNS.index("empty_receives")
+MOVED_IN = COLUMNS.index("moved_in")
+MOVED_OUT = COLUMNS.index("moved_out")
+PURGED = COLUMNS.index("purged")
 
 # Counts are kept by queue name; a queue deleted meanwhile takes its counts with it.
 _UPSERT = f"""

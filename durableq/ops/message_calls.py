@@ -18,7 +18,7 @@ from typing import BinaryIO
 
 from .. import limits
 from ..engines.base import Connection
-from ..errors import BatchRequestTooLong, DurableQError, InvalidParameterValue
+from ..errors import BatchRequestTooLong, DurableQError, InvalidParameterValue, Reason
 from ..types import AttributeInput, BatchResult, BatchSuccess, Message, SendEntry, SendResult
 from . import batch, replies, send, validation, visibility
 from . import offload as offloading  # (`offload` is a keyword of send)
@@ -162,7 +162,11 @@ def send_batch(rt: Runtime, to: QueueRef, entries: Sequence[SendEntry], offload:
     if total > limits.MAX_BATCH_BYTES:
         _abandon(rt, valid)
         raise BatchRequestTooLong(
-            f"the messages of the batch add up to {total} bytes; at most {limits.MAX_BATCH_BYTES} are allowed"
+            template="the messages of the batch add up to {value} bytes; at most {high} are allowed",
+            parameter="entries",
+            value=total,
+            high=limits.MAX_BATCH_BYTES,
+            reason=Reason.TOO_LARGE,
         )
     try:
         with rt.db.write() as conn:

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import BinaryIO
 
 from .. import limits
-from ..errors import DurableQError, InvalidParameterValue
+from ..errors import DurableQError, InvalidParameterValue, Reason
 from . import attributes as attrs
 from . import validation
 from .payloads import Payloads, StoredPayload
@@ -31,8 +31,12 @@ def offload(item: Outgoing, queue: QueueConfig, payloads: Payloads) -> Outgoing:
     data = item.body.encode("utf-8")
     if len(data) > limits.MAX_PAYLOAD_SIZE:
         raise InvalidParameterValue(
-            f"the message body is {len(data)} bytes; a queue with large payloads takes at most "
-            f"{limits.MAX_PAYLOAD_SIZE}"
+            template="the message body is {value} bytes; a queue with large payloads takes at most {high}",
+            parameter="body",
+            value=len(data),
+            high=limits.MAX_PAYLOAD_SIZE,
+            queue=queue.name,
+            reason=Reason.TOO_LARGE,
         )
     return with_payload(item, payloads.write(None, data))
 
@@ -64,8 +68,12 @@ def from_file(
             return offload(with_body(item, text), queue, payloads)
         if not queue.large_payloads:
             raise InvalidParameterValue(
-                f"the file is more than {queue.maximum_message_size} bytes, or not UTF-8 message text, "
-                f"and queue {queue.name!r} does not take large payloads (large_payloads=True)"
+                template="the file is more than {high} bytes, or not UTF-8 message text, "
+                "and queue {queue!r} does not take large payloads ({large_payloads=True})",
+                parameter="source",
+                high=queue.maximum_message_size,
+                queue=queue.name,
+                reason=Reason.TOO_LARGE,
             )
         return with_payload(item, payloads.write(stream, first))
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import limits
 from ..engines.base import Connection
-from ..errors import InvalidParameterValue, MissingParameter, OverLimit
+from ..errors import InvalidParameterValue, MissingParameter, OverLimit, Reason
 from . import settings
 from .queue_rows import QueueConfig
 
@@ -69,22 +69,42 @@ def add(
             "characters of A-Z a-z 0-9 _ -"
         )
     if not actions:
-        raise MissingParameter("add_permission needs at least one action")
+        raise MissingParameter(
+            "add_permission needs at least one action", parameter="actions", reason=Reason.MISSING
+        )
     if not account_ids:
-        raise MissingParameter("add_permission needs at least one account id")
+        raise MissingParameter(
+            "add_permission needs at least one account id", parameter="account_ids", reason=Reason.MISSING
+        )
     if len(actions) > limits.MAX_PERMISSION_ACTIONS:
         raise OverLimit(
-            f"a permission allows at most {limits.MAX_PERMISSION_ACTIONS} actions; got {len(actions)}"
+            template="a permission allows at most {high} actions; got {value}",
+            parameter="actions",
+            value=len(actions),
+            high=limits.MAX_PERMISSION_ACTIONS,
+            reason=Reason.TOO_MANY,
         )
     for account in account_ids:
         if not isinstance(account, str) or not _ACCOUNT.fullmatch(account):
             raise InvalidParameterValue(f"account id {account!r} is not allowed: use 12 digits")
     for action in actions:
         if action not in ACTIONS:
-            raise InvalidParameterValue(f"action {action!r} is not allowed; allowed are {', '.join(ACTIONS)}")
+            raise InvalidParameterValue(
+                template="action {value!r} is not allowed; allowed are {choices}",
+                parameter="actions",
+                value=action,
+                choices=ACTIONS,
+                reason=Reason.CHOICE,
+            )
     document = _document(queue, resource)
     if any(statement.get("Sid") == label for statement in document.get("Statement", [])):
-        raise InvalidParameterValue(f"a permission labelled {label!r} already exists on {queue.name!r}")
+        raise InvalidParameterValue(
+            template="a permission labelled {value!r} already exists on {queue!r}",
+            parameter="label",
+            value=label,
+            queue=queue.name,
+            reason=Reason.EXISTS,
+        )
     document.setdefault("Statement", []).append(
         {
             "Sid": label,
@@ -103,6 +123,12 @@ def remove(conn: Connection, queue: QueueConfig, label: object, now: int) -> Non
     statements = document.get("Statement", [])
     kept = [s for s in statements if s.get("Sid") != label]
     if len(kept) == len(statements):
-        raise InvalidParameterValue(f"queue {queue.name!r} has no permission labelled {label!r}")
+        raise InvalidParameterValue(
+            template="queue {queue!r} has no permission labelled {value!r}",
+            parameter="label",
+            value=label,
+            queue=queue.name,
+            reason=Reason.NOT_FOUND,
+        )
     document["Statement"] = kept
     settings.update(conn, queue, {"policy": _text(document) if kept else None}, now)

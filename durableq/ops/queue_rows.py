@@ -13,14 +13,15 @@ from typing import Any
 
 from .. import limits
 from ..engines.base import Connection
-from ..errors import InvalidParameterValue, QueueDoesNotExist
+from ..errors import InvalidParameterValue, QueueDoesNotExist, Reason
 from ..types import RedriveAllowPolicy, RedrivePolicy
 from . import validation
 
 
 @dataclass(frozen=True, slots=True)
 class QueueConfig:
-    """A queue row as every operation reads it, inside its own transaction."""
+    """A queue row as every operation reads it, inside its own transaction: the columns of the
+    queue settings (``durableq/queue_settings.py``; a test keeps the two equal) and the row's own."""
 
     id: int
     name: str
@@ -68,6 +69,8 @@ class QueueConfig:
 
 
 _FIELDS = [f.name for f in fields(QueueConfig)]
+# SQLite hands booleans back as 0 and 1.
+_BOOLEANS = [f.name for f in fields(QueueConfig) if f.type == "bool"]
 _COLUMNS = ", ".join(_FIELDS)
 _SELECT_BY_NAME = f"SELECT {_COLUMNS} FROM queues WHERE name = ?"
 
@@ -122,13 +125,8 @@ def find(conn: Connection, name: str) -> QueueConfig | None:
 
 def _config(row: tuple[Any, ...]) -> QueueConfig:
     values = dict(zip(_FIELDS, row))
-    # SQLite hands booleans back as 0 and 1.
-    values["fifo"] = bool(values["fifo"])
-    values["content_based_deduplication"] = bool(values["content_based_deduplication"])
-    values["sqs_managed_sse_enabled"] = bool(values["sqs_managed_sse_enabled"])
-    values["history"] = bool(values["history"])
-    values["large_payloads"] = bool(values["large_payloads"])
-    values["sealed"] = bool(values["sealed"])
+    for name in _BOOLEANS:
+        values[name] = bool(values[name])
     return QueueConfig(**values)
 
 
@@ -162,7 +160,12 @@ def set_tags(conn: Connection, queue: QueueConfig, new_tags: Mapping[str, str]) 
     merged = {**get_tags(conn, queue), **checked}
     if len(merged) > limits.MAX_TAGS:
         raise InvalidParameterValue(
-            f"a queue holds at most {limits.MAX_TAGS} tags; this would make {len(merged)}"
+            template="a queue holds at most {high} tags; this would make {value}",
+            parameter="tags",
+            value=len(merged),
+            high=limits.MAX_TAGS,
+            queue=queue.name,
+            reason=Reason.TOO_MANY,
         )
     conn.executemany(
         "INSERT INTO tags (queue_id, key, value) VALUES (?, ?, ?) "

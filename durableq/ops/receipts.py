@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from ..errors import ReceiptHandleIsInvalid
+from ..errors import Reason, ReceiptHandleIsInvalid
 
 _MAX_ID = 2**63 - 1
 _HANDLE = re.compile(r"(\d{1,19})\.(\d{1,19})\.([0-9a-f]{16})\.([0-9a-f]{16})", re.ASCII)
@@ -31,7 +31,11 @@ class Receipt(NamedTuple):
     def check_queue(self, queue_id: int, queue_name: str) -> None:
         if self.queue_id != queue_id:
             raise ReceiptHandleIsInvalid(
-                f"receipt handle {self.handle!r} belongs to another queue, not to {queue_name!r}"
+                template="receipt handle {value!r} belongs to another queue, not to {queue!r}",
+                parameter="receipt_handle",
+                value=self.handle,
+                queue=queue_name,
+                reason=Reason.CONFLICT,
             )
 
 
@@ -41,11 +45,17 @@ def parse(handle: object) -> Receipt:
     if match is None:
         shown = handle[:80] if isinstance(handle, str) else handle
         raise ReceiptHandleIsInvalid(
-            f"receipt handle {shown!r} is malformed; use a handle returned by receive"
+            template="receipt handle {value!r} is malformed; use a handle returned by receive",
+            parameter="receipt_handle",
+            value=shown,
+            reason=Reason.FORM,
         )
     queue_id, row_id = int(match.group(1)), int(match.group(2))
     if queue_id > _MAX_ID or row_id > _MAX_ID:  # no SQLite row id is that large
         raise ReceiptHandleIsInvalid(
-            f"receipt handle {match.string[:80]!r} is malformed; use a handle returned by receive"
+            template="receipt handle {value!r} is malformed; use a handle returned by receive",
+            parameter="receipt_handle",
+            value=match.string[:80],
+            reason=Reason.FORM,
         )
     return Receipt(match.string, queue_id, row_id, match.group(3))

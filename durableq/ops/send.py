@@ -14,6 +14,7 @@ from ..errors import (
     InvalidParameterValue,
     MissingParameter,
     QueueDoesNotExist,
+    Reason,
 )
 from ..types import Attribute, SendResult, md5_hex
 from . import attributes as attrs
@@ -174,15 +175,25 @@ def insert(
 def _refuse_fifo_ids(name: str, item: Outgoing) -> None:
     if item.group_id is not None or item.deduplication_id is not None:
         raise InvalidParameterValue(
-            f"group_id and deduplication_id apply to FIFO queues only; {name!r} is a standard queue"
+            template="{group_id} and {deduplication_id} apply to FIFO queues only; "
+            "{queue!r} is a standard queue",
+            parameter="group_id" if item.group_id is not None else "deduplication_id",
+            value=item.group_id if item.group_id is not None else item.deduplication_id,
+            queue=name,
+            reason=Reason.FIFO_ONLY,
         )
 
 
 def _check_for_queue(queue: QueueConfig, item: Outgoing) -> None:
     if item.size > queue.maximum_message_size:
         raise InvalidParameterValue(
-            f"the message is {item.size} bytes (body plus attribute names, types and values "
-            f"in UTF-8); queue {queue.name!r} allows at most {queue.maximum_message_size}"
+            template="the message is {value} bytes (body plus attribute names, types and values "
+            "in UTF-8); queue {queue!r} allows at most {high}",
+            parameter="message",
+            value=item.size,
+            high=queue.maximum_message_size,
+            queue=queue.name,
+            reason=Reason.TOO_LARGE,
         )
 
 
@@ -273,8 +284,12 @@ def _fifo_checks(queue: QueueConfig, item: Outgoing) -> tuple[str, str]:
     group_id = _fifo_ids_given(queue, item)
     if item.delay_seconds not in (None, 0):
         raise InvalidParameterValue(
-            f"FIFO queue {queue.name!r} accepts only delay_seconds=0 per message; "
-            "set the queue's delay_seconds instead"
+            template="FIFO queue {queue!r} accepts only {parameter}=0 per message; "
+            "set the queue's {parameter} instead",
+            parameter="delay_seconds",
+            value=item.delay_seconds,
+            queue=queue.name,
+            reason=Reason.STANDARD_ONLY,
         )
     if item.deduplication_id is not None:
         return group_id, item.deduplication_id
@@ -284,10 +299,17 @@ def _fifo_checks(queue: QueueConfig, item: Outgoing) -> tuple[str, str]:
 def _fifo_ids_given(queue: QueueConfig, item: Outgoing) -> str:
     """Every FIFO send names its group (returned), and its deduplication id unless the queue derives it."""
     if item.group_id is None:
-        raise MissingParameter(f"group_id is required for every message sent to FIFO queue {queue.name!r}")
+        raise MissingParameter(
+            template="{parameter} is required for every message sent to FIFO queue {queue!r}",
+            parameter="group_id",
+            queue=queue.name,
+            reason=Reason.MISSING,
+        )
     if item.deduplication_id is None and not queue.content_based_deduplication:
         raise MissingParameter(
-            f"deduplication_id is required: FIFO queue {queue.name!r} "
-            "does not use content-based deduplication"
+            template="{parameter} is required: FIFO queue {queue!r} does not use content-based deduplication",
+            parameter="deduplication_id",
+            queue=queue.name,
+            reason=Reason.MISSING,
         )
     return item.group_id

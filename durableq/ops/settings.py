@@ -14,102 +14,63 @@ from typing import Any
 
 from .. import limits
 from ..engines.base import Connection
-from ..errors import InvalidAttributeName, InvalidAttributeValue, InvalidParameterValue, QueueNameExists
+from ..errors import (
+    InvalidAttributeName,
+    InvalidAttributeValue,
+    InvalidParameterValue,
+    QueueNameExists,
+    Reason,
+)
+from ..queue_settings import BY_NAME, SETTABLE, SETTINGS, Setting
 from ..types import RedriveAllowPolicy, RedrivePolicy, datetime_from_ms
 from . import validation
 from .queue_rows import QueueConfig, changed, find, load
 
-# Settings with a plain integer range: name -> (low, high, unit).
-_RANGES: dict[str, tuple[int, int, str]] = {
-    "visibility_timeout": (0, limits.MAX_VISIBILITY_TIMEOUT, "seconds"),
-    "delay_seconds": (0, limits.MAX_DELAY_SECONDS, "seconds"),
-    "retention_period": (limits.MIN_RETENTION_PERIOD, limits.MAX_RETENTION_PERIOD, "seconds"),
-    "receive_wait_time": (0, limits.MAX_RECEIVE_WAIT_TIME, "seconds"),
-    "maximum_message_size": (limits.MIN_MAXIMUM_MESSAGE_SIZE, limits.MAX_MAXIMUM_MESSAGE_SIZE, "bytes"),
-    "kms_data_key_reuse_period": (
-        limits.MIN_KMS_DATA_KEY_REUSE_PERIOD,
-        limits.MAX_KMS_DATA_KEY_REUSE_PERIOD,
-        "seconds",
-    ),
-    "history_retention": (limits.MIN_HISTORY_RETENTION, limits.MAX_HISTORY_RETENTION, "seconds"),
-}
-_FIFO_ONLY = ("content_based_deduplication", "deduplication_scope", "fifo_throughput_limit")
-_STORED_ONLY = ("policy",)
-_ENCRYPTION = ("kms_master_key_id", "sqs_managed_sse_enabled")
-_FLAGS = ("content_based_deduplication", "sqs_managed_sse_enabled", "history", "large_payloads")
-SETTABLE = (
-    *_RANGES,
-    "history",
-    "large_payloads",
-    *_FIFO_ONLY,
-    "redrive_policy",
-    "redrive_allow_policy",
-    *_ENCRYPTION,
-    *_STORED_ONLY,
-)
-# Columns a new queue gets unless its settings say otherwise.
-_DEFAULTS: dict[str, Any] = {
-    "visibility_timeout": limits.DEFAULT_VISIBILITY_TIMEOUT,
-    "delay_seconds": limits.DEFAULT_DELAY_SECONDS,
-    "retention_period": limits.DEFAULT_RETENTION_PERIOD,
-    "receive_wait_time": limits.DEFAULT_RECEIVE_WAIT_TIME,
-    "maximum_message_size": limits.DEFAULT_MAXIMUM_MESSAGE_SIZE,
-    "content_based_deduplication": False,
-    "deduplication_scope": limits.DEFAULT_DEDUPLICATION_SCOPE,
-    "kms_data_key_reuse_period": limits.DEFAULT_KMS_DATA_KEY_REUSE_PERIOD,
-    "sqs_managed_sse_enabled": False,
-    "history": False,
-    "large_payloads": False,
-    "history_retention": limits.DEFAULT_HISTORY_RETENTION,
-}
-# The columns that make two create_queue calls "the same queue".
-_IDENTITY = (
-    "fifo",
-    *_RANGES,
-    "history",
-    "large_payloads",
-    *_FIFO_ONLY,
-    "dead_letter_queue",
-    "max_receive_count",
-    "redrive_permission",
-    "redrive_source_queues",
-    *_ENCRYPTION,
-    *_STORED_ONLY,
-    "idle_timeout",
-)
+
+def _defaults(fifo: bool) -> dict[str, Any]:
+    """The columns a new queue gets unless its settings say otherwise.  A setting durableq acts on
+    always has a value in the row; one kept only for SQS clients only where SQS shows it."""
+    return {
+        s.name: s.default
+        for s in SETTINGS
+        if s.default is not None and (fifo or not (s.fifo_only and s.sqs_client_only))
+    }
+
+
+#: The ``parameter`` of errors about the redrive and redrive-allow policies.
+REDRIVE = "redrive_policy"
+ALLOW = "redrive_allow_policy"
+# The columns that make two create_queue calls "the same queue" (a temporary queue's idle timeout too).
+_IDENTITY = (*(column for s in SETTINGS for column in s.stored_in), "idle_timeout")
 
 
 def to_columns(fifo: bool, settings: Mapping[str, Any], conn: Connection, name: str) -> dict[str, Any]:
     """Check queue settings (create or set) and return the column values they mean."""
     columns: dict[str, Any] = {}
     for key, value in settings.items():
-        if key in _RANGES:
-            low, high, unit = _RANGES[key]
-            columns[key] = validation.integer(key, value, low, high, unit, InvalidAttributeValue)
-        elif key in _FIFO_ONLY and not fifo:
-            raise InvalidAttributeName(f"{key} applies to FIFO queues only; {name!r} is a standard queue")
-        elif key in _FLAGS:
-            if not isinstance(value, bool):
-                raise InvalidAttributeValue(f"{key} must be True or False; got {value!r}")
-            columns[key] = value
-        elif key == "deduplication_scope":
-            columns[key] = validation.choice(key, value, limits.DEDUPLICATION_SCOPES, InvalidAttributeValue)
-        elif key == "fifo_throughput_limit":
-            columns[key] = validation.choice(key, value, limits.FIFO_THROUGHPUT_LIMITS, InvalidAttributeValue)
-        elif key == "redrive_policy":
-            columns.update(_redrive_columns(conn, name, fifo, value))
-        elif key == "redrive_allow_policy":
-            columns.update(_allow_columns(value))
-        elif key == "policy":
-            columns[key] = _policy(value)
-        elif key == "kms_master_key_id":
-            columns[key] = _kms_key(value)
-        elif key == "fifo":
-            raise InvalidAttributeName(f"a queue's type never changes after creation ({name!r})")
-        else:
+        setting = BY_NAME.get(key)
+        if setting is None:
             raise InvalidAttributeName(
-                f"{key!r} is not a queue attribute; settable are {', '.join(SETTABLE)}"
+                template="{value!r} is not a queue attribute; settable are {choices}",
+                value=key,
+                choices=[s.name for s in SETTABLE],
+                reason=Reason.UNKNOWN,
             )
+        if not setting.settable:
+            raise InvalidAttributeName(
+                template="a queue's type never changes after creation ({queue!r})",
+                parameter=key,
+                queue=name,
+                reason=Reason.FIXED,
+            )
+        if setting.fifo_only and not fifo:
+            raise InvalidAttributeName(
+                template="{parameter} applies to FIFO queues only; {queue!r} is a standard queue",
+                parameter=key,
+                queue=name,
+                reason=Reason.FIFO_ONLY,
+            )
+        columns.update(_checked(setting, value, conn, name, fifo))
     if columns.get("kms_master_key_id") and "sqs_managed_sse_enabled" not in settings:
         columns["sqs_managed_sse_enabled"] = False  # a KMS key replaces SQS-managed encryption
     if columns.get("kms_master_key_id") or columns.get("sqs_managed_sse_enabled"):
@@ -117,18 +78,54 @@ def to_columns(fifo: bool, settings: Mapping[str, Any], conn: Connection, name: 
     return columns
 
 
+def _checked(setting: Setting, value: object, conn: Connection, name: str, fifo: bool) -> dict[str, Any]:
+    """The columns of one setting's value, checked."""
+    key = setting.name
+    if key == "redrive_policy":
+        return _redrive_columns(conn, name, fifo, value)
+    if key == "redrive_allow_policy":
+        return _allow_columns(value)
+    if key == "policy":
+        return {key: _policy(value)}
+    if key == "kms_master_key_id":
+        return {key: _kms_key(value)}
+    if setting.choices is not None:
+        return {key: validation.choice(key, value, setting.choices, InvalidAttributeValue)}
+    if setting.kind is bool:
+        if not isinstance(value, bool):
+            raise InvalidAttributeValue(
+                template="{parameter} must be True or False; got {value!r}",
+                parameter=key,
+                value=value,
+                reason=Reason.TYPE,
+            )
+        return {key: value}
+    assert setting.kind is int and setting.low is not None and setting.high is not None
+    unit = setting.unit or ""
+    return {key: validation.integer(key, value, setting.low, setting.high, unit, InvalidAttributeValue)}
+
+
 def _check_combination(queue: Mapping[str, Any], name: str) -> None:
     """Rules between settings, checked on the queue as it would be."""
     if queue.get("kms_master_key_id") and queue.get("sqs_managed_sse_enabled"):
         raise InvalidAttributeValue(
-            f"queue {name!r} can use one kind of server-side encryption: a KMS key or SQS-managed, not both"
+            template="queue {queue!r} can use one kind of server-side encryption: "
+            "a KMS key or SQS-managed, not both",
+            parameter="kms_master_key_id",
+            names=["sqs_managed_sse_enabled"],
+            queue=name,
+            reason=Reason.CONFLICT,
         )
     if (
         queue.get("fifo_throughput_limit") == "perMessageGroupId"
         and queue.get("deduplication_scope") != "messageGroup"
     ):
         raise InvalidAttributeValue(
-            "fifo_throughput_limit perMessageGroupId needs deduplication_scope messageGroup"
+            template="{parameter} perMessageGroupId needs {names[0]} messageGroup",
+            parameter="fifo_throughput_limit",
+            names=["deduplication_scope"],
+            queue=name,
+            reason=Reason.CONFLICT,
         )
 
 
@@ -137,7 +134,10 @@ def _redrive_columns(conn: Connection, name: str, fifo: bool, policy: object) ->
         return {"dead_letter_queue": None, "max_receive_count": None}
     if not isinstance(policy, RedrivePolicy):
         raise InvalidAttributeValue(
-            f"redrive_policy must be a durableq.RedrivePolicy or None; got {type(policy).__name__}"
+            template=f"{{parameter}} must be a durableq.RedrivePolicy or None; got {type(policy).__name__}",
+            parameter=REDRIVE,
+            value=policy,
+            reason=Reason.TYPE,
         )
     count = validation.integer(
         "max_receive_count",
@@ -151,24 +151,41 @@ def _redrive_columns(conn: Connection, name: str, fifo: bool, policy: object) ->
     try:
         validation.queue_name(target_name)
     except InvalidParameterValue as exc:
-        raise InvalidAttributeValue(f"dead_letter_queue: {exc.message}") from None
+        raise InvalidAttributeValue(
+            template="{dead_letter_queue}: " + exc.template,
+            parameter=REDRIVE,
+            value=exc.value,
+            high=exc.high,
+            reason=exc.reason,
+        ) from None
+    fields: dict[str, Any] = {"parameter": REDRIVE, "value": target_name, "queue": name}
     if target_name == name:
-        raise InvalidAttributeValue(f"queue {name!r} cannot be its own dead-letter queue")
+        raise InvalidAttributeValue(
+            template="queue {queue!r} cannot be its own dead-letter queue", reason=Reason.CONFLICT, **fields
+        )
     target = find(conn, target_name)
     if target is None:
-        raise InvalidAttributeValue(f"dead-letter queue {target_name!r} does not exist; create it first")
+        raise InvalidAttributeValue(
+            template="dead-letter queue {value!r} does not exist; create it first",
+            reason=Reason.NOT_FOUND,
+            **fields,
+        )
     if target.fifo != fifo:
         kind = "FIFO" if fifo else "standard"
         raise InvalidAttributeValue(
-            f"the dead-letter queue of a {kind} queue must be {kind} too; {target_name!r} is not"
+            template=f"the dead-letter queue of a {kind} queue must be {kind} too; {{value!r}} is not",
+            reason=Reason.CONFLICT,
+            **fields,
         )
     allow = target.redrive_allow_policy
     if allow is not None and (
         allow.permission == "denyAll" or (allow.permission == "byQueue" and name not in allow.source_queues)
     ):
         raise InvalidAttributeValue(
-            f"the redrive-allow policy of {target_name!r} ({allow.permission}) does not let "
-            f"{name!r} use it as a dead-letter queue"
+            template=f"the redrive-allow policy of {{value!r}} ({allow.permission}) does not let "
+            "{queue!r} use it as a dead-letter queue",
+            reason=Reason.CONFLICT,
+            **fields,
         )
     return {"dead_letter_queue": target_name, "max_receive_count": count}
 
@@ -178,24 +195,36 @@ def _allow_columns(policy: object) -> dict[str, Any]:
         return {"redrive_permission": None, "redrive_source_queues": None}
     if not isinstance(policy, RedriveAllowPolicy):
         raise InvalidAttributeValue(
-            f"redrive_allow_policy must be a durableq.RedriveAllowPolicy or None; got {type(policy).__name__}"
+            template="{parameter} must be a durableq.RedriveAllowPolicy or None; "
+            f"got {type(policy).__name__}",
+            parameter=ALLOW,
+            value=policy,
+            reason=Reason.TYPE,
         )
-    permission = validation.choice(
-        "redrive_allow_policy permission",
-        policy.permission,
-        limits.REDRIVE_PERMISSIONS,
-        InvalidAttributeValue,
-    )
+    permission = policy.permission
+    if not isinstance(permission, str) or permission not in limits.REDRIVE_PERMISSIONS:
+        raise InvalidAttributeValue(
+            template="{parameter} permission must be one of {choices}; got {value!r}",
+            parameter=ALLOW,
+            value=permission,
+            choices=limits.REDRIVE_PERMISSIONS,
+            reason=Reason.CHOICE,
+        )
     sources = validation.names("source_queues", policy.source_queues)
     if permission == "byQueue":
         if not 1 <= len(sources) <= limits.MAX_REDRIVE_SOURCE_QUEUES:
             raise InvalidAttributeValue(
-                f"permission byQueue needs 1 to {limits.MAX_REDRIVE_SOURCE_QUEUES} source queues; "
-                f"got {len(sources)}"
+                template="permission byQueue needs 1 to {high} source queues; got {value}",
+                parameter=ALLOW,
+                value=len(sources),
+                high=limits.MAX_REDRIVE_SOURCE_QUEUES,
+                reason=Reason.CONFLICT,
             )
     elif sources:
         raise InvalidAttributeValue(
-            f"source_queues are only allowed with permission byQueue, not {permission}"
+            template=f"source_queues are only allowed with permission byQueue, not {permission}",
+            parameter=ALLOW,
+            reason=Reason.CONFLICT,
         )
     return {
         "redrive_permission": permission,
@@ -210,14 +239,22 @@ def _policy(value: object) -> str | None:
     value = validation.text("policy", value, InvalidAttributeValue)
     if len(value.encode()) > limits.MAX_POLICY_BYTES:
         raise InvalidAttributeValue(
-            f"policy must be a JSON document of at most {limits.MAX_POLICY_BYTES} bytes"
+            template="{parameter} must be a JSON document of at most {high} bytes",
+            parameter="policy",
+            value=len(value.encode()),
+            high=limits.MAX_POLICY_BYTES,
+            reason=Reason.TOO_LARGE,
         )
     try:
         document = json.loads(value)
     except ValueError as exc:
-        raise InvalidAttributeValue(f"policy is not valid JSON: {exc}") from exc
+        raise InvalidAttributeValue(
+            f"policy is not valid JSON: {exc}", parameter="policy", reason=Reason.FORM
+        ) from exc
     if not isinstance(document, dict):
-        raise InvalidAttributeValue("policy must be a JSON object")
+        raise InvalidAttributeValue(
+            template="{parameter} must be a JSON object", parameter="policy", reason=Reason.FORM
+        )
     return value
 
 
@@ -227,8 +264,10 @@ def _kms_key(value: object) -> str | None:
     value = validation.text("kms_master_key_id", value, InvalidAttributeValue)
     if len(value) > limits.MAX_KMS_KEY_ID_LENGTH:
         raise InvalidAttributeValue(
-            "kms_master_key_id must be a key id, alias or ARN of at most "
-            f"{limits.MAX_KMS_KEY_ID_LENGTH} characters"
+            template="{parameter} must be a key id, alias or ARN of at most {high} characters",
+            parameter="kms_master_key_id",
+            high=limits.MAX_KMS_KEY_ID_LENGTH,
+            reason=Reason.FORM,
         )
     return value
 
@@ -246,17 +285,19 @@ def create(
     given = {"fifo": fifo, **to_columns(fifo, settings, conn, name)}
     if idle_timeout is not None:
         given["idle_timeout"] = idle_timeout
-    columns = {**_DEFAULTS, **given}
-    if fifo:
-        columns.setdefault("fifo_throughput_limit", limits.DEFAULT_FIFO_THROUGHPUT_LIMIT)
+    columns = {**_defaults(fifo), **given}
     _check_combination(columns, name)
     existing = find(conn, name)
     if existing is not None:
         differing = [c for c in _IDENTITY if c in given and getattr(existing, c) != given[c]]
         if differing:
             raise QueueNameExists(
-                f"queue {name!r} exists with other attributes ({', '.join(differing)}); "
-                "use set_attributes to change them or another name"
+                template="queue {queue!r} exists with other attributes ({names}); "
+                "use {set_attributes} to change them or another name",
+                parameter=differing[0],
+                names=differing,
+                queue=name,
+                reason=Reason.EXISTS,
             )
         return existing, False
     columns.update(name=name, created_at=now, last_modified=now)
@@ -283,20 +324,15 @@ def vars_of(queue: QueueConfig) -> dict[str, Any]:
 
 
 def attributes(queue: QueueConfig) -> dict[str, Any]:
-    """The public view of a queue's settings (``Queue.attributes()``)."""
+    """The public view of a queue's settings (``Queue.attributes()``); a FIFO queue's own come last."""
     result: dict[str, Any] = {
         "name": queue.name,
         "fifo": queue.fifo,
-        **{key: getattr(queue, key) for key in _RANGES},
-        "history": queue.history,
-        "large_payloads": queue.large_payloads,
-        "redrive_policy": queue.redrive_policy,
-        "redrive_allow_policy": queue.redrive_allow_policy,
-        **{key: getattr(queue, key) for key in (*_ENCRYPTION, *_STORED_ONLY)},
+        **{s.name: getattr(queue, s.name) for s in SETTABLE if not s.fifo_only},
         **({"idle_timeout": queue.idle_timeout} if queue.idle_timeout is not None else {}),
         "created_at": datetime_from_ms(queue.created_at),
         "last_modified": datetime_from_ms(queue.last_modified),
     }
     if queue.fifo:
-        result.update({key: getattr(queue, key) for key in _FIFO_ONLY})
+        result.update({s.name: getattr(queue, s.name) for s in SETTABLE if s.fifo_only})
     return result

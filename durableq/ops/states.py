@@ -10,6 +10,7 @@ again.  *Delayed* is hidden and never received.
 from __future__ import annotations
 
 from .. import limits
+from ..types import MESSAGE_STATES
 
 #: SQL true for a row that has been received in its queue.
 RECEIVED_SQL = "receive_count > 0"
@@ -26,7 +27,8 @@ STATE_SQL = f"""CASE
   WHEN {RECEIVED_SQL} THEN 'in_flight'
   ELSE 'delayed' END"""
 
-STATES = ("visible", "in_flight", "delayed")
+#: The states :data:`STATE_SQL` yields, as ``durableq.types.MESSAGE_STATES`` declares them.
+STATES = tuple(state.name for state in MESSAGE_STATES)
 
 #: SQL for the latest a received row may stay hidden: a receive plus all its extensions last at
 #: most 12 hours (``received_at`` is the time of the latest receive).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..engines.base import Connection
 from ..engines.dialect import Dialect, for_each_dialect
-from ..types import MinuteMetrics, QueueStats, datetime_from_ms
+from ..types import MESSAGE_STATES, MinuteMetrics, QueueStats, datetime_from_ms
 from .counters import COLUMNS as COUNTER_COLUMNS
 from .counters import MINUTE_MS
 from .queue_rows import QueueConfig
@@ -51,9 +51,7 @@ def queue_stats(conn: Connection, queue: QueueConfig, now: int) -> QueueStats:
     )
     (oldest,) = conn.execute(_OLDEST, (queue.id, cutoff)).fetchone()
     return QueueStats(
-        approximate_number_of_messages=depth.get("visible", 0),
-        approximate_number_of_messages_not_visible=depth.get("in_flight", 0),
-        approximate_number_of_messages_delayed=depth.get("delayed", 0),
+        **{state.count: depth.get(state.name, 0) for state in MESSAGE_STATES},
         oldest_message_age=0 if oldest is None else max((now - oldest) // 1000, 0),
     )
 

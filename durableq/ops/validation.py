@@ -15,9 +15,15 @@ from ..errors import (
     InvalidMessageContents,
     InvalidParameterValue,
     MissingParameter,
+    Reason,
     TooManyEntriesInBatchRequest,
     UnsupportedOperation,
 )
+
+#: The ``parameter`` of errors about a queue name, a message body, the entries of a batch.
+QUEUE_NAME = "queue name"
+BODY = "body"
+ENTRIES = "entries"
 
 _QUEUE_NAME = re.compile(r"[A-Za-z0-9_-]+")
 _BATCH_ENTRY_ID = re.compile(r"[A-Za-z0-9_-]+")
@@ -39,38 +45,69 @@ def integer(
 ) -> int:
     """``value`` as an int within ``[low, high]``, else ``error`` (InvalidParameterValue)."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise error(f"{name} must be an integer from {low} to {high} {unit}; got {value!r}")
-    if not low <= value <= high:
-        raise error(f"{name} must be from {low} to {high} {unit}; got {value}")
-    return value
+        template = "{parameter} must be an integer from {low} to {high} {unit}; got {value!r}"
+    elif not low <= value <= high:
+        template = "{parameter} must be from {low} to {high} {unit}; got {value}"
+    else:
+        return value
+    raise error(
+        template=template, parameter=name, value=value, low=low, high=high, unit=unit, reason=Reason.RANGE
+    )
 
 
 def moment(name: str, value: object) -> int:
     """A datetime as epoch milliseconds (a naive one is local time, as ``datetime.timestamp`` has it)."""
     if not isinstance(value, datetime):
-        raise InvalidParameterValue(f"{name} must be a datetime; got {value!r}")
+        raise InvalidParameterValue(
+            template="{parameter} must be a datetime; got {value!r}",
+            parameter=name,
+            value=value,
+            reason=Reason.TYPE,
+        )
     try:
         return int(value.timestamp() * 1000)
     except (OverflowError, OSError, ValueError) as exc:  # a year the platform's clock cannot place
-        raise InvalidParameterValue(f"{name} must be a time the clock can place; got {value!r}") from exc
+        raise InvalidParameterValue(
+            template="{parameter} must be a time the clock can place; got {value!r}",
+            parameter=name,
+            value=value,
+            reason=Reason.RANGE,
+        ) from exc
 
 
 def number(name: str, value: object, low: float, high: float, unit: str = "seconds") -> float:
     """``value`` as an int or float within ``[low, high]``, else InvalidParameterValue."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-        raise InvalidParameterValue(f"{name} must be a number from {low:g} to {high:g} {unit}; got {value!r}")
+        raise InvalidParameterValue(
+            template="{parameter} must be a number from {low:g} to {high:g} {unit}; got {value!r}",
+            parameter=name,
+            value=value,
+            low=low,
+            high=high,
+            unit=unit,
+            reason=Reason.RANGE,
+        )
     return value
 
 
 def text(name: str, value: object, error: type[DurableQError] = InvalidParameterValue) -> str:
     """A str that can be stored: UTF-8 has no form for lone surrogates (``"\\ud800"``)."""
     if not isinstance(value, str):
-        raise error(f"{name} must be a str; got {type(value).__name__}")
+        raise error(
+            template=f"{{parameter}} must be a str; got {type(value).__name__}",
+            parameter=name,
+            value=value,
+            reason=Reason.TYPE,
+        )
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise error(
-            f"{name} holds a lone surrogate (U+{ord(value[exc.start]):04X}), which no text can store"
+            template=f"{{parameter}} holds a lone surrogate (U+{ord(value[exc.start]):04X}), "
+            "which no text can store",
+            parameter=name,
+            value=value,
+            reason=Reason.FORM,
         ) from None
     return value
 
@@ -82,28 +119,36 @@ def choice(
     error: type[DurableQError] = InvalidParameterValue,
 ) -> str:
     if not isinstance(value, str) or value not in allowed:
-        raise error(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
+        raise error(
+            template="{parameter} must be one of {choices}; got {value!r}",
+            parameter=name,
+            value=value,
+            choices=allowed,
+            reason=Reason.CHOICE,
+        )
     return value
 
 
 def queue_name(name: object, *, fifo: bool | None = None) -> str:
     """A valid queue name; with ``fifo`` given, also the suffix rule for that type."""
+    stem = name.removesuffix(limits.FIFO_SUFFIX) if isinstance(name, str) else ""
     if not isinstance(name, str) or not name:
-        raise InvalidParameterValue(f"queue name must be a non-empty string; got {name!r}")
-    stem = name[: -len(limits.FIFO_SUFFIX)] if name.endswith(limits.FIFO_SUFFIX) else name
-    if len(name) > limits.MAX_QUEUE_NAME_LENGTH or not _QUEUE_NAME.fullmatch(stem):
-        raise InvalidParameterValue(
-            f"queue name {name!r} is not allowed: use 1 to {limits.MAX_QUEUE_NAME_LENGTH} "
-            f"characters of A-Z a-z 0-9 _ - (FIFO names end in {limits.FIFO_SUFFIX}, counted)"
-        )
-    if fifo is True and stem == name:
-        raise InvalidParameterValue(f"FIFO queue name {name!r} must end in {limits.FIFO_SUFFIX}")
-    if fifo is False and stem != name:
-        raise InvalidParameterValue(
-            f"queue name {name!r} ends in {limits.FIFO_SUFFIX}, which only FIFO queues may use; "
-            "pass fifo=True to create a FIFO queue"
-        )
-    return name
+        template, reason = "queue name must be a non-empty string; got {value!r}", Reason.TYPE
+    elif len(name) > limits.MAX_QUEUE_NAME_LENGTH or not _QUEUE_NAME.fullmatch(stem):
+        template = "queue name {value!r} is not allowed: use 1 to {high} characters of A-Z a-z 0-9 _ - "
+        template += f"(FIFO names end in {limits.FIFO_SUFFIX}, counted)"
+        reason = Reason.FORM
+    elif fifo is True and stem == name:
+        template, reason = f"FIFO queue name {{value!r}} must end in {limits.FIFO_SUFFIX}", Reason.FIFO_NAME
+    elif fifo is False and stem != name:
+        template = f"queue name {{value!r}} ends in {limits.FIFO_SUFFIX}, which only FIFO queues may use; "
+        template += "pass {fifo=True} to create a FIFO queue"
+        reason = Reason.FORM
+    else:
+        return name
+    raise InvalidParameterValue(
+        template=template, parameter=QUEUE_NAME, value=name, high=limits.MAX_QUEUE_NAME_LENGTH, reason=reason
+    )
 
 
 def virtual_queue_name(name: object) -> str:
@@ -114,8 +159,12 @@ def virtual_queue_name(name: object) -> str:
         or not (_QUEUE_NAME.fullmatch(name))
     ):
         raise InvalidParameterValue(
-            f"virtual queue name {name!r} is not allowed: use 1 to {limits.MAX_QUEUE_NAME_LENGTH} "
-            "characters of A-Z a-z 0-9 _ -"
+            template="virtual queue name {value!r} is not allowed: use 1 to {high} "
+            "characters of A-Z a-z 0-9 _ -",
+            parameter="virtual queue name",
+            value=name,
+            high=limits.MAX_QUEUE_NAME_LENGTH,
+            reason=Reason.FORM,
         )
     return name
 
@@ -129,14 +178,21 @@ def virtual_host(name: str, fifo: bool) -> None:
 def body(value: object) -> str:
     """A message body: a non-empty str of characters SQS allows."""
     if not isinstance(value, str):
-        raise InvalidParameterValue(f"message body must be a str; got {type(value).__name__}")
+        raise InvalidParameterValue(
+            f"message body must be a str; got {type(value).__name__}", parameter=BODY, reason=Reason.TYPE
+        )
     if not value:
-        raise InvalidParameterValue("message body must not be empty (at least 1 character)")
+        raise InvalidParameterValue(
+            "message body must not be empty (at least 1 character)", parameter=BODY, reason=Reason.MISSING
+        )
     bad = _BAD_BODY_CHAR.search(value)
     if bad is not None:
         raise InvalidMessageContents(
             f"message body holds character U+{ord(bad.group()):04X} at position {bad.start()}; "
-            "allowed are #x9 #xA #xD #x20-#xD7FF #xE000-#xFFFD #x10000-#x10FFFF"
+            "allowed are #x9 #xA #xD #x20-#xD7FF #xE000-#xFFFD #x10000-#x10FFFF",
+            parameter=BODY,
+            value=bad.group(),
+            reason=Reason.FORM,
         )
     return value
 
@@ -154,11 +210,20 @@ def text_chars(name: str, value: str) -> None:
 def fifo_id(name: str, value: object) -> str:
     """A group, deduplication or receive attempt id: 1-128 ASCII alphanumerics or punctuation."""
     if not isinstance(value, str) or not value:
-        raise MissingParameter(f"{name} is required and must be a non-empty string; got {value!r}")
+        raise MissingParameter(
+            template="{parameter} is required and must be a non-empty string; got {value!r}",
+            parameter=name,
+            value=value,
+            reason=Reason.MISSING,
+        )
     if len(value) > limits.MAX_FIFO_ID_LENGTH or not _FIFO_ID.fullmatch(value):
         raise InvalidParameterValue(
-            f"{name} {value!r} is not allowed: use 1 to {limits.MAX_FIFO_ID_LENGTH} "
-            "alphanumeric or ASCII punctuation characters"
+            template="{parameter} {value!r} is not allowed: use 1 to {high} "
+            "alphanumeric or ASCII punctuation characters",
+            parameter=name,
+            value=value,
+            high=limits.MAX_FIFO_ID_LENGTH,
+            reason=Reason.FORM,
         )
     return value
 
@@ -172,8 +237,11 @@ def trace_header(value: object) -> str:
         or not value.isascii()
     ):
         raise InvalidParameterValue(
-            f"trace_header must be 1 to {limits.MAX_TRACE_HEADER_LENGTH} printable ASCII characters; "
-            f"got {value!r}"
+            template="{parameter} must be 1 to {high} printable ASCII characters; got {value!r}",
+            parameter="trace_header",
+            value=value,
+            high=limits.MAX_TRACE_HEADER_LENGTH,
+            reason=Reason.FORM,
         )
     return value
 
@@ -181,10 +249,16 @@ def trace_header(value: object) -> str:
 def batch_ids(ids: Sequence[object]) -> list[str]:
     """Check the entry count and ids of a batch request; returns the ids."""
     if not ids:
-        raise EmptyBatchRequest("a batch request needs at least one entry")
+        raise EmptyBatchRequest(
+            "a batch request needs at least one entry", parameter=ENTRIES, reason=Reason.MISSING
+        )
     if len(ids) > limits.MAX_BATCH_ENTRIES:
         raise TooManyEntriesInBatchRequest(
-            f"a batch request holds at most {limits.MAX_BATCH_ENTRIES} entries; got {len(ids)}"
+            template="a batch request holds at most {high} entries; got {value}",
+            parameter=ENTRIES,
+            value=len(ids),
+            high=limits.MAX_BATCH_ENTRIES,
+            reason=Reason.TOO_MANY,
         )
     checked: list[str] = []
     for entry_id in ids:
@@ -194,21 +268,35 @@ def batch_ids(ids: Sequence[object]) -> list[str]:
             or not _BATCH_ENTRY_ID.fullmatch(entry_id)
         ):
             raise InvalidBatchEntryId(
-                f"batch entry id {entry_id!r} is not allowed: use 1 to "
-                f"{limits.MAX_BATCH_ENTRY_ID_LENGTH} characters of A-Z a-z 0-9 _ -"
+                template="batch entry id {value!r} is not allowed: use 1 to {high} "
+                "characters of A-Z a-z 0-9 _ -",
+                parameter=ENTRIES,
+                value=entry_id,
+                entry_id=entry_id if isinstance(entry_id, str) else None,
+                high=limits.MAX_BATCH_ENTRY_ID_LENGTH,
+                reason=Reason.FORM,
             )
         checked.append(entry_id)
     if len(set(checked)) != len(checked):
         # The first entry whose id an earlier entry already used (as SQS reports it).
         duplicate = next(i for n, i in enumerate(checked) if i in checked[:n])
-        raise BatchEntryIdsNotDistinct(f"batch entry id {duplicate!r} is used more than once")
+        raise BatchEntryIdsNotDistinct(
+            template="batch entry id {entry_id!r} is used more than once",
+            parameter=ENTRIES,
+            entry_id=duplicate,
+            reason=Reason.EXISTS,
+        )
     return checked
 
 
 def tags(value: Mapping[str, object]) -> dict[str, str]:
     """Tag keys and values as SQS allows them."""
     if not isinstance(value, Mapping):
-        raise InvalidParameterValue(f"tags must be a mapping of key to value; got {type(value).__name__}")
+        raise InvalidParameterValue(
+            f"tags must be a mapping of key to value; got {type(value).__name__}",
+            parameter="tags",
+            reason=Reason.TYPE,
+        )
     checked: dict[str, str] = {}
     for key, tag_value in value.items():
         if (
@@ -217,8 +305,13 @@ def tags(value: Mapping[str, object]) -> dict[str, str]:
             or _BAD_TAG_CHAR.search(key)
         ):
             raise InvalidParameterValue(
-                f"tag key {key!r} is not allowed: use 1 to {limits.MAX_TAG_KEY_LENGTH} letters, "
-                "digits, spaces or _ . : / = + - @"
+                template="tag key {value!r} is not allowed: use 1 to {high} "
+                "letters, digits, spaces or _ . : / = + - @",
+                parameter="tags",
+                key=key if isinstance(key, str) else None,
+                value=key,
+                high=limits.MAX_TAG_KEY_LENGTH,
+                reason=Reason.FORM,
             )
         if (
             not isinstance(tag_value, str)
@@ -226,8 +319,13 @@ def tags(value: Mapping[str, object]) -> dict[str, str]:
             or _BAD_TAG_CHAR.search(tag_value)
         ):
             raise InvalidParameterValue(
-                f"tag {key!r} has value {tag_value!r}, which is not allowed: use 0 to "
-                f"{limits.MAX_TAG_VALUE_LENGTH} letters, digits, spaces or _ . : / = + - @"
+                template="tag {key!r} has value {value!r}, which is not allowed: use 0 to {high} "
+                "letters, digits, spaces or _ . : / = + - @",
+                parameter="tags",
+                key=key,
+                value=tag_value,
+                high=limits.MAX_TAG_VALUE_LENGTH,
+                reason=Reason.FORM,
             )
         checked[key] = tag_value
     return checked
@@ -236,5 +334,10 @@ def tags(value: Mapping[str, object]) -> dict[str, str]:
 def names(label: str, values: Iterable[object]) -> list[str]:
     """A list of queue names (for example a redrive-allow policy's source queues)."""
     if isinstance(values, str):
-        raise InvalidParameterValue(f"{label} must be a list of queue names, not a single string")
+        raise InvalidParameterValue(
+            template="{parameter} must be a list of queue names, not a single string",
+            parameter=label,
+            value=values,
+            reason=Reason.TYPE,
+        )
     return [queue_name(v) for v in values]

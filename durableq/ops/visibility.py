@@ -12,7 +12,7 @@ from __future__ import annotations
 from .. import limits
 from ..engines.base import Connection
 from ..engines.dialect import Dialect, encode_ids, for_each_dialect
-from ..errors import DurableQError, InvalidParameterValue, MessageNotInflight, ReceiptHandleIsInvalid
+from ..errors import DurableQError, InvalidParameterValue, MessageNotInflight, Reason, ReceiptHandleIsInvalid
 from . import fifo, history, receipts, validation
 from .counters import DELETED, Counters
 from .queue_rows import Catalog, QueueConfig
@@ -21,6 +21,9 @@ from .states import VISIBILITY_CAP_SQL
 
 # Expired means gone, whatever the sweeper has done: the statements read the retention period
 # from the live queue row and act on no expired message.
+#: The ``parameter`` of errors about a receipt handle, and about a visibility timeout it is given.
+RECEIPT_HANDLE = "receipt_handle"
+VISIBILITY_TIMEOUT = "visibility timeout"
 _UNEXPIRED = unexpired_sql("(SELECT retention_period FROM queues WHERE id = :queue_id)")
 # Standard queues: any handle ever issued for the message deletes it (row and secret match).
 _DELETE_ANY_HANDLE = "DELETE FROM messages WHERE id = :row AND secret = :secret AND queue_id = :queue_id"
@@ -107,9 +110,13 @@ def delete(
         if row is None:
             catalog.get(conn, name, fresh=True)
             raise ReceiptHandleIsInvalid(
-                f"receipt handle {receipt.handle!r} no longer deletes on FIFO queue {name!r}: "
+                template="receipt handle {value!r} no longer deletes on FIFO queue {queue!r}: "
                 "only the latest handle of a message still in flight does (its visibility timeout "
-                "expired, it was received again, or it is gone)"
+                "expired, it was received again, or it is gone)",
+                parameter=RECEIPT_HANDLE,
+                value=receipt.handle,
+                queue=name,
+                reason=Reason.NOT_FOUND,
             )
         fifo.refresh_groups(conn, queue.id, [row[0]])
         history.record(conn, queue, now, history.DELETED, [row[1:]])
@@ -166,7 +173,7 @@ def change(
     With ``up_to_cap`` a timeout past the 12-hour cap ends at the cap instead of being refused.
     Returns the seconds the message is now hidden for.
     """
-    seconds = validation.integer("visibility timeout", timeout, 0, limits.MAX_VISIBILITY_TIMEOUT)
+    seconds = validation.integer(VISIBILITY_TIMEOUT, timeout, 0, limits.MAX_VISIBILITY_TIMEOUT)
     receipt = receipts.parse(handle)
     queue = _queue_of(conn, catalog, name, receipt)
     params = {**_params(receipt), "visible_at": now + seconds * 1000, "now": now}
@@ -183,17 +190,29 @@ def change(
     current = conn.execute(_DIAGNOSE, params).fetchone()
     if current is None or not current[2]:
         raise InvalidParameterValue(
-            f"the message of receipt handle {receipt.handle!r} no longer exists in {name!r} "
-            "(deleted, expired or moved)"
+            template="the message of receipt handle {value!r} no longer exists in {queue!r} "
+            "(deleted, expired or moved)",
+            parameter=RECEIPT_HANDLE,
+            value=receipt.handle,
+            queue=name,
+            reason=Reason.NOT_FOUND,
         )
     latest, cap, _ = current
     if latest != receipt.handle:
         raise MessageNotInflight(
-            f"receipt handle {receipt.handle!r} is not the message's latest: it was received again "
-            "since; use the newest receipt handle"
+            template="receipt handle {value!r} is not the message's latest: it was received again "
+            "since; use the newest receipt handle",
+            parameter=RECEIPT_HANDLE,
+            value=receipt.handle,
+            queue=name,
         )
     left = max((cap - now) // 1000, 0)
     raise InvalidParameterValue(
-        f"visibility timeout {seconds} s would end more than {limits.MAX_TOTAL_VISIBILITY} s (12 h) "
-        f"after the message was received; at most {left} s is left"
+        template="visibility timeout {value} s would end more than {high} s (12 h) "
+        f"after the message was received; at most {left} s is left",
+        parameter=VISIBILITY_TIMEOUT,
+        value=seconds,
+        high=limits.MAX_TOTAL_VISIBILITY,
+        queue=name,
+        reason=Reason.BEYOND_LIMIT,
     )

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING
 
 from durableq import errors
 from durableq.text import printable
 
-if TYPE_CHECKING:  # wording imports the attribute table, whose URLs raise WireError
-    from .wording import Worded
+from .wording import Worded
 
 log = logging.getLogger(__name__)
 

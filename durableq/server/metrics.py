@@ -8,7 +8,6 @@ call; ``prometheus_client`` writes the format.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -16,32 +15,14 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 import durableq
-from durableq.types import MinuteMetrics
+from durableq.types import COUNTERS, MESSAGE_STATES
 
-#: The per-minute counters of ``Queue.metrics()``, as Prometheus counters (``durableq_<name>_total``).
-_COUNTERS = {
-    "sent": "Messages sent",
-    "received": "Messages received (a message received twice counts twice)",
-    "deleted": "Messages deleted",
-    "moved_to_dead_letter": "Messages moved to the dead-letter queue by a receive",
-    "expired": "Messages removed because their retention period passed",
-    "empty_receives": "Receives that returned no message",
-    "moved_in": "Messages that arrived by a dead-letter move or a message move task",
-    "moved_out": "Messages that left by a message move task",
-    "purged": "Messages removed by purge",
-}
-_NOT_COUNTERS = {"minute"}
 #: What ``Queue.stats()`` gives, as gauges (SQS's names in the help text).
 _GAUGES = {
-    "visible": ("durableq_messages_visible", "Messages ready to receive (ApproximateNumberOfMessages)"),
-    "in_flight": (
-        "durableq_messages_in_flight",
-        "Messages received, not deleted, not visible again (ApproximateNumberOfMessagesNotVisible)",
-    ),
-    "delayed": (
-        "durableq_messages_delayed",
-        "Messages whose delay has not passed (ApproximateNumberOfMessagesDelayed)",
-    ),
+    **{
+        state.name: (f"durableq_messages_{state.name}", f"{state.description} ({state.sqs})")
+        for state in MESSAGE_STATES
+    },
     "oldest": (
         "durableq_oldest_message_age_seconds",
         "Age of the oldest message (ApproximateAgeOfOldestMessage)",
@@ -56,8 +37,6 @@ class QueueCollector:
         """``server`` gives the endpoint's own gauges (connections, waiting receives, pending work)."""
         self._broker = broker
         self._server = server
-        fields = {f.name for f in dataclasses.fields(MinuteMetrics)} - _NOT_COUNTERS
-        assert fields == set(_COUNTERS), f"name every counter of MinuteMetrics: {fields ^ set(_COUNTERS)}"
 
     def collect(self) -> Iterator[Metric]:
         gauges = {
@@ -67,7 +46,7 @@ class QueueCollector:
             key: CounterMetricFamily(
                 f"durableq_{key}", f"{text}, over the minutes the file keeps", labels=["queue"]
             )
-            for key, text in _COUNTERS.items()
+            for key, text in COUNTERS.items()
         }
         for name in self._broker.list_queues():
             try:
@@ -76,9 +55,8 @@ class QueueCollector:
                 minutes = queue.metrics()
             except durableq.QueueDoesNotExist:
                 continue  # deleted while the scrape ran
-            gauges["visible"].add_metric([name], stats.approximate_number_of_messages)
-            gauges["in_flight"].add_metric([name], stats.approximate_number_of_messages_not_visible)
-            gauges["delayed"].add_metric([name], stats.approximate_number_of_messages_delayed)
+            for state in MESSAGE_STATES:
+                gauges[state.name].add_metric([name], getattr(stats, state.count))
             gauges["oldest"].add_metric([name], stats.oldest_message_age)
             for key, family in counters.items():
                 family.add_metric([name], sum(getattr(minute, key) for minute in minutes))

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from durableq.errors import InvalidParameterValue, MissingParameter
+from durableq.errors import DurableQError, InvalidParameterValue, MissingParameter, Reason
 
 # A whole number as text: ASCII digits only ("²" is a digit to str.isdigit, not to int), one sign,
 # and no more digits than any SQS number needs (int() refuses over 4,300 with a ValueError).
@@ -39,7 +39,7 @@ class Params:
     def raw(self, name: str, *, required: bool = False) -> Any:
         value = self._values.get(name)
         if value is None and required:
-            raise MissingParameter(f"the request must contain the parameter {name}")
+            raise missing(name)
         return value
 
     def text(self, name: str, *, required: bool = False) -> str | None:
@@ -82,19 +82,36 @@ class Params:
         return value
 
 
-def to_int(name: str, value: object, error: type[Exception] = InvalidParameterValue) -> int:
+def to_int(name: str, value: object, error: type[DurableQError] = InvalidParameterValue) -> int:
     """A whole number from JSON (an int) or the query protocol (decimal text)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     if isinstance(value, str) and _WHOLE_NUMBER.fullmatch(value.strip()):
         return int(value)
-    raise error(f"value {shown(value)} for parameter {name} is invalid: it must be a whole number")
+    raise error(
+        f"value {shown(value)} for parameter {name} is invalid: it must be a whole number",
+        parameter=name,
+        value=value,
+        reason=Reason.TYPE,
+    )
 
 
-def to_bool(name: str, value: object, error: type[Exception] = InvalidParameterValue) -> bool:
+def to_bool(name: str, value: object, error: type[DurableQError] = InvalidParameterValue) -> bool:
     """A boolean from JSON or from the text ``true``/``false`` (any case)."""
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.lower() in ("true", "false"):
         return value.lower() == "true"
-    raise error(f"value {shown(value)} for {name} is invalid: it must be true or false")
+    raise error(
+        f"value {shown(value)} for {name} is invalid: it must be true or false",
+        parameter=name,
+        value=value,
+        reason=Reason.TYPE,
+    )
+
+
+def missing(name: str) -> MissingParameter:
+    """The error of a request without its member ``name``, in SQS's words."""
+    return MissingParameter(
+        f"The request must contain the parameter {name}.", parameter=name, reason=Reason.MISSING
+    )

@@ -11,42 +11,25 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from durableq import QueueStats, RedriveAllowPolicy, RedrivePolicy
-from durableq.errors import InvalidAttributeName, InvalidAttributeValue
+from durableq import QueueStats, RedriveAllowPolicy, RedrivePolicy, queue_settings
+from durableq.errors import InvalidAttributeName, InvalidAttributeValue, Reason
+from durableq.queue_settings import Kind, Setting
+from durableq.types import MESSAGE_STATES
 
 from .params import to_bool, to_int
 from .urls import Endpoint
 
+#: SQS name -> the durableq setting it is (see ``durableq/queue_settings.py``).
+SETTINGS: dict[str, Setting] = {s.sqs: s for s in queue_settings.SETTINGS if s.sqs is not None}
 #: durableq's one queue attribute SQS does not have (shown by ``All`` only where it is on).
-LARGE_PAYLOADS = "LargePayloadsEnabled"
-# SQS name -> (durableq setting, kind); kind says how the text converts.
-SETTINGS: dict[str, tuple[str, str]] = {
-    "DelaySeconds": ("delay_seconds", "int"),
-    "MaximumMessageSize": ("maximum_message_size", "int"),
-    "MessageRetentionPeriod": ("retention_period", "int"),
-    "ReceiveMessageWaitTimeSeconds": ("receive_wait_time", "int"),
-    "VisibilityTimeout": ("visibility_timeout", "int"),
-    "RedrivePolicy": ("redrive_policy", "redrive"),
-    "RedriveAllowPolicy": ("redrive_allow_policy", "redrive_allow"),
-    "Policy": ("policy", "text"),
-    "KmsMasterKeyId": ("kms_master_key_id", "text"),
-    "KmsDataKeyReusePeriodSeconds": ("kms_data_key_reuse_period", "int"),
-    "SqsManagedSseEnabled": ("sqs_managed_sse_enabled", "bool"),
-    "FifoQueue": ("fifo", "bool"),
-    "ContentBasedDeduplication": ("content_based_deduplication", "bool"),
-    "DeduplicationScope": ("deduplication_scope", "text"),
-    "FifoThroughputLimit": ("fifo_throughput_limit", "text"),
-    # durableq's own, named in SQS's style: a queue whose large payloads go to the payload store.
-    LARGE_PAYLOADS: ("large_payloads", "bool"),
-}
-COUNTERS = {
-    "ApproximateNumberOfMessages": "approximate_number_of_messages",
-    "ApproximateNumberOfMessagesNotVisible": "approximate_number_of_messages_not_visible",
-    "ApproximateNumberOfMessagesDelayed": "approximate_number_of_messages_delayed",
-}
+LARGE_PAYLOADS = queue_settings.sqs_name("large_payloads")
+#: SQS's counts of messages by state -> the ``QueueStats`` field of each.
+COUNTERS = {state.sqs: state.count for state in MESSAGE_STATES}
 READ_ONLY = ("QueueArn", "CreatedTimestamp", "LastModifiedTimestamp", *COUNTERS)
 # `All` shows the data key reuse period only with a KMS key, as SQS does.
-_WITH_KMS_KEY = "KmsDataKeyReusePeriodSeconds"
+_WITH_KMS_KEY = queue_settings.sqs_name("kms_data_key_reuse_period")
+_KMS_KEY = queue_settings.sqs_name("kms_master_key_id")
+_FIFO_QUEUE = queue_settings.sqs_name("fifo")
 
 
 def to_settings(attributes: Mapping[str, object], endpoint: Endpoint) -> dict[str, Any]:
@@ -54,13 +37,11 @@ def to_settings(attributes: Mapping[str, object], endpoint: Endpoint) -> dict[st
     settings: dict[str, Any] = {}
     for name, text in attributes.items():
         if name in READ_ONLY:
-            raise InvalidAttributeName(f"attribute {name} is read-only")
+            raise InvalidAttributeName(f"attribute {name} is read-only", parameter=name, reason=Reason.FIXED)
         if name not in SETTINGS:
-            raise InvalidAttributeName(
-                f"unknown attribute {name}; known are {', '.join([*SETTINGS, *READ_ONLY])}"
-            )
-        key, kind = SETTINGS[name]
-        settings[key] = _PARSERS[kind](name, text, endpoint)
+            raise _unknown(name)
+        setting = SETTINGS[name]
+        settings[setting.name] = _PARSERS[setting.kind](name, text, endpoint)
     return settings
 
 
@@ -71,7 +52,7 @@ def from_settings(
     known = [*READ_ONLY, *SETTINGS]
     for name in names:
         if name != "All" and name not in known:
-            raise InvalidAttributeName(f"unknown attribute {name}; known are All, {', '.join(known)}")
+            raise _unknown(name)
     everything = "All" in names
     wanted = known if everything else names
     values: dict[str, object] = {
@@ -82,16 +63,21 @@ def from_settings(
     if any(name in COUNTERS for name in wanted):  # counting reads an index: only when asked
         counted = stats()
         values.update({name: getattr(counted, field) for name, field in COUNTERS.items()})
-    for name, (key, kind) in SETTINGS.items():
-        if key in settings:
-            values[name] = _FORMATTERS[kind](settings[key], endpoint)
+    for name, setting in SETTINGS.items():
+        if setting.name in settings:
+            values[name] = _FORMATTERS[setting.kind](settings[setting.name], endpoint)
     if not settings["fifo"]:
-        values.pop("FifoQueue")  # SQS shows it on FIFO queues only
-    if everything and values.get("KmsMasterKeyId") is None:
+        values.pop(_FIFO_QUEUE)  # SQS shows it on FIFO queues only
+    if everything and values.get(_KMS_KEY) is None:
         values.pop(_WITH_KMS_KEY, None)
     if everything and not settings.get("large_payloads"):
         values.pop(LARGE_PAYLOADS, None)  # SQS's own answer to All stays exactly SQS's
     return {name: str(values[name]) for name in wanted if values.get(name) is not None}
+
+
+def _unknown(name: str) -> InvalidAttributeName:
+    """An attribute neither SQS nor durableq has, in SQS's words."""
+    return InvalidAttributeName(f"Unknown Attribute {name}.", parameter=name, reason=Reason.UNKNOWN)
 
 
 # -- text -> setting ----------------------------------------------------------
@@ -104,7 +90,10 @@ def _redrive(name: str, text: object, endpoint: Endpoint) -> RedrivePolicy | Non
     missing = {"deadLetterTargetArn", "maxReceiveCount"} - document.keys()
     if missing:
         raise InvalidAttributeValue(
-            f"{name} needs deadLetterTargetArn and maxReceiveCount; missing {sorted(missing)}"
+            f"{name} needs deadLetterTargetArn and maxReceiveCount; missing {sorted(missing)}",
+            parameter=name,
+            names=sorted(missing),
+            reason=Reason.MISSING,
         )
     target = endpoint.name_from_arn(
         document["deadLetterTargetArn"], "deadLetterTargetArn", InvalidAttributeValue
@@ -120,7 +109,12 @@ def _redrive_allow(name: str, text: object, endpoint: Endpoint) -> RedriveAllowP
         return None
     arns = document.get("sourceQueueArns") or []
     if not isinstance(arns, list):
-        raise InvalidAttributeValue(f"{name} sourceQueueArns must be a list of queue ARNs")
+        raise InvalidAttributeValue(
+            f"{name} sourceQueueArns must be a list of queue ARNs",
+            parameter=name,
+            value=arns,
+            reason=Reason.TYPE,
+        )
     sources = [endpoint.name_from_arn(arn, "sourceQueueArns", InvalidAttributeValue) for arn in arns]
     return RedriveAllowPolicy(document.get("redrivePermission"), sources)  # type: ignore[arg-type]
 
@@ -132,9 +126,13 @@ def _json_object(name: str, text: object) -> dict[str, Any] | None:
     try:
         document = json.loads(text)  # type: ignore[arg-type]
     except (TypeError, ValueError) as exc:
-        raise InvalidAttributeValue(f"{name} must be a JSON object: {exc}") from exc
+        raise InvalidAttributeValue(
+            f"{name} must be a JSON object: {exc}", parameter=name, value=text, reason=Reason.FORM
+        ) from exc
     if not isinstance(document, dict):
-        raise InvalidAttributeValue(f"{name} must be a JSON object; got {text!r}")
+        raise InvalidAttributeValue(
+            f"{name} must be a JSON object; got {text!r}", parameter=name, value=text, reason=Reason.TYPE
+        )
     return document
 
 
@@ -142,12 +140,13 @@ def _text(name: str, text: object, endpoint: Endpoint) -> object:
     return text  # the library checks the value
 
 
-_PARSERS: dict[str, Callable[[str, object, Endpoint], Any]] = {
-    "int": lambda name, text, _: to_int(name, text, InvalidAttributeValue),
-    "bool": lambda name, text, _: to_bool(name, text, InvalidAttributeValue),
-    "text": _text,
-    "redrive": _redrive,
-    "redrive_allow": _redrive_allow,
+# A setting's kind -> how its attribute's text converts.
+_PARSERS: dict[Kind, Callable[[str, object, Endpoint], Any]] = {
+    int: lambda name, text, _: to_int(name, text, InvalidAttributeValue),
+    bool: lambda name, text, _: to_bool(name, text, InvalidAttributeValue),
+    str: _text,
+    RedrivePolicy: _redrive,
+    RedriveAllowPolicy: _redrive_allow,
 }
 
 # -- setting -> text ----------------------------------------------------------
@@ -178,10 +177,10 @@ def _compact(document: dict[str, object]) -> str:
     return json.dumps(document, separators=(",", ":"))
 
 
-_FORMATTERS: dict[str, Callable[[Any, Endpoint], str | None]] = {
-    "int": lambda value, _: None if value is None else str(value),
-    "bool": lambda value, _: None if value is None else str(bool(value)).lower(),
-    "text": lambda value, _: value,
-    "redrive": _format_redrive,
-    "redrive_allow": _format_redrive_allow,
+_FORMATTERS: dict[Kind, Callable[[Any, Endpoint], str | None]] = {
+    int: lambda value, _: None if value is None else str(value),
+    bool: lambda value, _: None if value is None else str(bool(value)).lower(),
+    str: lambda value, _: value,
+    RedrivePolicy: _format_redrive,
+    RedriveAllowPolicy: _format_redrive_allow,
 }

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
-from durableq.errors import InvalidParameterValue
+from durableq.errors import DurableQError, InvalidParameterValue, Reason
 
 from .errors import WireError
 
@@ -35,16 +35,24 @@ class Endpoint:
         return f"{_ARN_PREFIX}{self.region}:{self.account_id}:{name}"
 
     def name_from_arn(
-        self, arn: object, parameter: str, error: type[Exception] = InvalidParameterValue
+        self, arn: object, parameter: str, error: type[DurableQError] = InvalidParameterValue
     ) -> str:
         """The queue name of an ARN of this server's region and account."""
         if not isinstance(arn, str) or not arn.startswith(_ARN_PREFIX) or arn.count(":") != 5:
-            raise error(f"{parameter} must be a queue ARN, {self.arn('NAME')}; got {arn!r}")
+            raise error(
+                f"{parameter} must be a queue ARN, {self.arn('NAME')}; got {arn!r}",
+                parameter=parameter,
+                value=arn,
+                reason=Reason.FORM,
+            )
         region, account, name = arn[len(_ARN_PREFIX) :].split(":")
         if (region, account) != (self.region, self.account_id):
             raise error(
                 f"{parameter} {arn!r} names region {region} and account {account}; this endpoint serves "
-                f"region {self.region} and account {self.account_id}"
+                f"region {self.region} and account {self.account_id}",
+                parameter=parameter,
+                value=arn,
+                reason=Reason.NOT_FOUND,
             )
         return name
 

@@ -122,13 +122,17 @@ def test_queue_set_keeps_the_setting_names_it_takes(run: Run, broker: durableq.B
     )
 
 
-def test_quoted_values_are_never_reworded() -> None:
+def test_values_are_never_reworded() -> None:
     words = {"delay_seconds": "--delay"}
-    assert cli_words("delay_seconds of 'delay_seconds' is bad", words) == "--delay of 'delay_seconds' is bad"
-    assert cli_words('pass fifo=True for "fifo=True"') == 'pass --fifo for "fifo=True"'
-    assert (
-        cli_words("max_delay_seconds and delay_seconds_x", words) == "max_delay_seconds and delay_seconds_x"
+    error = durableq.InvalidParameterValue(
+        template="{parameter} of {value!r} is bad", parameter="delay_seconds", value="delay_seconds"
     )
+    assert cli_words(error, words) == "--delay of 'delay_seconds' is bad"
+    hint = durableq.InvalidParameterValue(template="pass {fifo=True} for {value!r}", value="fifo=True")
+    assert cli_words(hint) == "pass --fifo for 'fifo=True'"
+    # Only the names the error marks as such: a plain message is left as it is.
+    plain = durableq.InvalidParameterValue("max_delay_seconds and delay_seconds are named here")
+    assert cli_words(plain, words) == plain.message
 
 
 @pytest.mark.sqlite_only("a missing SQLite file; a PostgreSQL database is made by its server's administrator")

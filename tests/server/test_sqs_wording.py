@@ -58,6 +58,21 @@ def test_queue_errors(sqs: Any, server: ServerProcess) -> None:
     )
 
 
+def test_an_attribute_value_wrong_in_itself_is_worded_as_sqs_does(sqs: Any) -> None:
+    """Whatever is wrong with it (not a number, not JSON, a permission SQS does not have)."""
+    for name, value in (
+        ("VisibilityTimeout", "soon"),
+        ("Policy", "{not json"),
+        ("RedriveAllowPolicy", '{"redrivePermission": "some"}'),
+    ):
+        assert sqs_error(
+            lambda name=name, value=value: sqs.create_queue(QueueName="v", Attributes={name: value})
+        ) == (
+            "InvalidAttributeValue",
+            f"Invalid value for the parameter {name}.",
+        )
+
+
 def test_message_errors(sqs: Any, queue_url: str) -> None:
     def send(**params: Any) -> tuple[str, str]:
         return sqs_error(lambda: sqs.send_message(QueueUrl=queue_url, **{"MessageBody": "x", **params}))

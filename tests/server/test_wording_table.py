@@ -1,9 +1,10 @@
-"""Every row of the SQS wording table matches the message it is written for.
+"""Every row of the SQS wording table is reached by the library error it is written for.
 
-The rows match the library's messages by pattern; a library message reworded
-without its row would silently reach clients in durableq's words.  Each case
-raises the library error for real and checks that its row (and only a row)
-rewords it.
+The rows match the library's errors by their code and fields (reason, parameter);
+an error that lost its fields would silently reach clients in durableq's words.
+Each case raises the library error for real and checks that its row (and only a
+row) words it.  The endpoint's own refusals of a request are in SQS's words as
+raised, and no row touches them.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from durableq.server.actions.call import Call
 from durableq.server.params import Params
 from durableq.server.queue_attributes import to_settings
 from durableq.server.urls import Endpoint
-from durableq.server.wording import TABLE, reword
+from durableq.server.wording import TABLE, word
 
 from ..conftest import FakeClock
 
@@ -33,13 +34,6 @@ def _raised(action: Callable[[], Any]) -> DurableQError:
     with pytest.raises(DurableQError) as raised:
         action()
     return raised.value
-
-
-def _batch_failure(outcome: durableq.BatchResult) -> DurableQError:
-    (failure,) = outcome.failed
-    error = DurableQError(failure.message)
-    error.code = failure.code
-    return error
 
 
 CASES: dict[str, Callable[[durableq.Broker, durableq.Queue, durableq.Queue, FakeClock], DurableQError]] = {
@@ -93,14 +87,31 @@ CASES: dict[str, Callable[[durableq.Broker, durableq.Queue, durableq.Queue, Fake
     ),
     "entry id": lambda b, q, f, c: _raised(lambda: q.send_batch([SendEntry("!", "x")])),
     "same ids": lambda b, q, f, c: _raised(lambda: q.send_batch([SendEntry("a", "x"), SendEntry("a", "x")])),
-    # Rows for the endpoint's own checks of the request.
-    "unknown attribute": lambda b, q, f, c: _raised(lambda: to_settings({"Colour": "red"}, ENDPOINT)),
-    "missing parameter": lambda b, q, f, c: _raised(lambda: Params({}).required("QueueName")),
-    "no tag keys": lambda b, q, f, c: _raised(
-        lambda: queues.untag_queue(Call(b, ENDPOINT, Params({"QueueUrl": "std", "TagKeys": []})))
-    ),
     "batch too long": lambda b, q, f, c: _raised(
         lambda: q.send_batch([SendEntry(str(i), "x" * 200_000) for i in range(6)])
+    ),
+}
+#: The endpoint's own checks of a request, and SQS's words they raise in.
+OWN: dict[str, tuple[Callable[[durableq.Broker], DurableQError], str]] = {
+    "unknown attribute": (
+        lambda b: _raised(lambda: to_settings({"Colour": "red"}, ENDPOINT)),
+        "Unknown Attribute Colour.",
+    ),
+    "missing parameter": (
+        lambda b: _raised(lambda: Params({}).required("QueueName")),
+        "The request must contain the parameter QueueName.",
+    ),
+    "no tags": (
+        lambda b: _raised(
+            lambda: queues.tag_queue(Call(b, ENDPOINT, Params({"QueueUrl": "std", "Tags": {}})))
+        ),
+        "The request must contain the parameter Tags.",
+    ),
+    "no tag keys": (
+        lambda b: _raised(
+            lambda: queues.untag_queue(Call(b, ENDPOINT, Params({"QueueUrl": "std", "TagKeys": []})))
+        ),
+        "Tag keys must be between 1 and 128 characters in length.",
     ),
 }
 
@@ -140,13 +151,21 @@ def test_every_row_rewords_the_library_error_it_is_written_for(tmp_path: Path) -
             queue = broker.create_queue("std")
             queue.add_permission("p", ["111122223333"], ["SendMessage"])
             error = make_error(broker, queue, broker.create_queue("jobs.fifo", fifo=True), clock)
-        rows = [n for n, row in enumerate(TABLE) if row.matches(error.code, error.message, False)]
+        rows = [n for n, row in enumerate(TABLE) if row.matches(error, False)]
         assert rows, f"{case}: no row of the wording table matches {error.code}: {error.message}"
-        worded = reword(error.code, error.message, lambda name: None, action="Action", queue="std")
+        worded = word(error, lambda name: None, action="Action", queue="std")
         assert worded.message != error.message, case
         matched.add(rows[0])
     # A batch entry's invalid handle has its own row, checked through the endpoint (test_sqs_wording).
-    unmatched = [
-        row.pattern or row.code for n, row in enumerate(TABLE) if n not in matched and row.entry is not True
-    ]
+    unmatched = [row for n, row in enumerate(TABLE) if n not in matched and row.entry is not True]
     assert not unmatched, f"rows no case reaches: {unmatched}"
+
+
+def test_the_endpoints_own_refusals_are_in_sqs_words_already(tmp_path: Path) -> None:
+    with durableq.open(tmp_path / "own.db", durability="normal") as broker:
+        broker.create_queue("std")
+        for case, (make_error, text) in OWN.items():
+            error = make_error(broker)
+            assert error.message == text, case
+            assert not [row for row in TABLE if row.matches(error, False)], case
+            assert word(error, lambda name: None, action="Action", queue="std").message == text

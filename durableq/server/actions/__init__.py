@@ -38,7 +38,7 @@ MANAGEMENT: dict[str, str | None] = {
 
 def in_sqs_words(name: str, call: Call, exc: DurableQError) -> WireError:
     """The SQS error for a library error raised while ``call`` ran action ``name``."""
-    return from_action(exc, call.reword(name, exc.code, exc.message))
+    return from_action(exc, call.word(name, exc))
 
 
 def _in_sqs_words(name: str, action: Action) -> Action:

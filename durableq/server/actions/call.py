@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import durableq
-from durableq.errors import InvalidParameterValue, QueueDoesNotExist
+from durableq.errors import DurableQError, InvalidParameterValue, QueueDoesNotExist
 
 from ..params import Params
 from ..urls import Endpoint, queue_name
-from ..wording import Worded, reword
+from ..wording import Worded, word
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,9 +41,7 @@ class Call:
             return f"{queue_name(address)}#{virtual}" if virtual else queue_name(address)
         return name if isinstance(name, str) else None
 
-    def reword(self, action: str, code: str, message: str, entry: Params | None = None) -> Worded:
+    def word(self, action: str, error: DurableQError, entry: Params | None = None) -> Worded:
         """SQS's code and text for a library error of this request (or of one of its batch ``entry``)."""
         request = self.params if entry is None else entry
-        return reword(
-            code, message, request.raw, action=action, queue=self.named_queue(), entry=entry is not None
-        )
+        return word(error, request.raw, action=action, queue=self.named_queue(), entry=entry is not None)

@@ -9,6 +9,7 @@ from durableq import BatchResult, Message, Queue, SendEntry, VirtualQueue
 from ..errors import legacy_code
 from ..message_format import ReceiveView, attributes_in, send_digests, trace_header_in
 from ..params import Params
+from ..wording import failure_error
 from .call import Call
 
 
@@ -138,7 +139,7 @@ def _failed(call: Call, action: str, outcome: BatchResult) -> list[dict[str, Any
     entries = {entry.raw("Id"): entry for entry in call.params.entries("Entries")}
     failed = []
     for failure in outcome.failed:
-        worded = call.reword(action, failure.code, failure.message, entries.get(failure.id, Params({})))
+        worded = call.word(action, failure_error(failure), entries.get(failure.id, Params({})))
         failed.append(
             {
                 "Id": failure.id,

@@ -6,9 +6,10 @@ import base64
 import binascii
 from typing import Any
 
-from durableq.errors import InvalidParameterValue, MissingParameter
+from durableq import limits
+from durableq.errors import InvalidParameterValue, Reason
 
-from ..params import Params
+from ..params import Params, missing
 from ..queue_attributes import from_settings, to_settings
 from .call import Call
 
@@ -66,7 +67,7 @@ def tag_queue(call: Call) -> dict[str, Any]:
     queue = call.queue()
     tags = call.params.mapping("Tags")
     if not tags:  # a required member of the request: SQS refuses an empty one too
-        raise MissingParameter("the request must contain the parameter Tags")
+        raise missing("Tags")
     queue.tag(**tags)
     return {}
 
@@ -75,7 +76,11 @@ def untag_queue(call: Call) -> dict[str, Any]:
     queue = call.queue()
     keys = call.params.texts("TagKeys")
     if not keys:
-        raise InvalidParameterValue("TagKeys must name at least one tag key")
+        raise InvalidParameterValue(
+            f"Tag keys must be between 1 and {limits.MAX_TAG_KEY_LENGTH} characters in length.",
+            parameter="TagKeys",
+            reason=Reason.MISSING,
+        )
     queue.untag(*keys)
     return {}
 

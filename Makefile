@@ -35,11 +35,12 @@ demo: setup
 		--concurrency 4 --idle-timeout 5
 	$(BIN)/durableq --db durableq.db stats
 
-# Lint, formatting and strict types (configured in pyproject.toml), before the tests.
+# Lint, formatting, strict types and the import contracts (configured in pyproject.toml), before the tests.
 check: setup-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 test: setup-test system-deps check
 	$(BIN)/python -m pytest

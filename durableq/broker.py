@@ -12,14 +12,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from . import limits, queue_settings
+from . import limits, queue_settings, validation
 from .engines.base import Database
 from .engines.location import file_of, open_database
 from .engines.migrate import ensure_schema
 from .errors import DurableQError, InvalidParameterValue
 from .keyring import Keyring
 from .limits import DEFAULT, _Default
-from .ops import audit, broker_calls, payload_folder, validation
+from .ops import audit, broker_calls, payload_folder
 from .ops.deletion import DELETE_QUEUE
 from .ops.runtime import Runtime
 from .options import OpenOptions

@@ -22,9 +22,8 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any, Generic, TypeVar
 
-from . import errors, limits
+from . import errors, limits, validation
 from .errors import BatchRequestTooLong, DurableQError, UnsupportedOperation
-from .ops import validation
 from .queue import Queue
 from .types import AttributeInput, BatchResult, BatchSuccess, Message, SendEntry, SendResult
 

@@ -15,11 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import limits
+from . import limits, validation
 from .engines.urls import postgres_url, redacted
 from .errors import InvalidParameterValue
 from .keyring import Keyring
-from .ops import validation
 
 
 @dataclass(frozen=True, slots=True, init=False, eq=False, repr=False)

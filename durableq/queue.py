@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from . import limits
+from . import limits, validation
 from .handle import QueueHandle
-from .ops import audit, queue_calls, validation
+from .ops import audit, queue_calls
 from .types import MessageEvent, QueueStats
 from .virtual import VirtualQueue
 

@@ -23,10 +23,9 @@ from concurrent.futures import Future
 from types import TracebackType
 from typing import Any
 
-from . import limits
+from . import limits, validation
 from .broker import Broker
 from .errors import BrokerClosed, DurableQError, InvalidParameterValue, QueueDoesNotExist, RequestTimeout
-from .ops import validation
 from .ops.replies import CORRELATION_ID, REPLY_TO
 from .queue import Queue
 from .types import Attribute, AttributeInput, Message

@@ -19,9 +19,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from . import limits, worker_jobs, worker_processes
+from . import limits, validation, worker_jobs, worker_processes
 from .errors import BrokerClosed, DurableQError, InvalidParameterValue, QueueDoesNotExist
-from .ops import validation
 from .queue import Queue
 from .types import Message
 from .virtual import VirtualQueue

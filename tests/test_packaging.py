@@ -57,3 +57,13 @@ def test_a_wheel_builds_without_deprecation_warnings(tmp_path: Path) -> None:
         licence = [n for n in archive.namelist() if n.endswith(".dist-info/licenses/LICENSE")]
     assert b"License-Expression: MIT" in metadata
     assert licence
+    # Every module of the package, the CLI and the migrations is in the wheel (a package missing from
+    # pyproject.toml's list would be left out, and an installed durableq would fail to import it).
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = {n for n in archive.namelist() if n.endswith(".py")}
+    sources = {f"durableq/{p.relative_to(ROOT / 'durableq')}" for p in (ROOT / "durableq").rglob("*.py")}
+    for folder in ("cli", "migrations"):
+        sources |= {
+            f"durableq/{folder}/{p.relative_to(ROOT / folder)}" for p in (ROOT / folder).rglob("*.py")
+        }
+    assert sources - shipped == set(), f"left out of the wheel: {sorted(sources - shipped)}"

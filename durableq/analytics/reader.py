@@ -11,9 +11,8 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
-from .. import limits
+from .. import limits, validation
 from ..errors import InvalidParameterValue, QueueDoesNotExist
-from ..ops import validation
 from . import reports
 from .driver import driver_of
 from .errors import AnalyticsError

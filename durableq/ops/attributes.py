@@ -13,7 +13,7 @@ from decimal import Decimal
 from .. import limits
 from ..errors import InvalidParameterValue, Reason
 from ..types import Attribute
-from .validation import text_chars
+from ..validation import text_chars
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _TYPE = re.compile(r"(String|Number|Binary)(\.[A-Za-z0-9_.-]+)?")

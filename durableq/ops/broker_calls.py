@@ -14,11 +14,11 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from .. import limits
+from .. import limits, validation
 from ..errors import InvalidParameterValue, Reason
 from ..limits import DEFAULT
 from ..types import AuditEvent, MessageEvent
-from . import audit, history, queue_rows, settings, validation
+from . import audit, history, queue_rows, settings
 from .runtime import Runtime
 
 # -- queues -------------------------------------------------------------------

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .. import validation
 from ..engines.base import Connection, Database
-from . import audit, history, queue_rows, validation
+from . import audit, history, queue_rows
 from .payloads import Payloads
 from .queue_rows import Catalog, QueueConfig
 

@@ -16,11 +16,11 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from .. import limits
+from .. import limits, validation
 from ..engines.base import Connection
 from ..errors import BatchRequestTooLong, DurableQError, InvalidParameterValue, Reason
 from ..types import AttributeInput, BatchResult, BatchSuccess, Message, SendEntry, SendResult
-from . import batch, replies, send, validation, visibility
+from . import batch, replies, send, visibility
 from . import offload as offloading  # (`offload` is a keyword of send)
 from .runtime import Runtime
 from .send import Outgoing

@@ -17,11 +17,11 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from .. import limits
+from .. import limits, validation
 from ..engines.base import Database
 from ..errors import InvalidParameterValue, ResourceNotFoundException
 from ..types import MoveTask, datetime_from_ms
-from . import audit, queue_rows, relocation, validation
+from . import audit, queue_rows, relocation
 from .counters import Counters
 from .queue_rows import QueueConfig
 from .sealing import Sealer

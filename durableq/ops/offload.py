@@ -14,10 +14,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import BinaryIO
 
-from .. import limits
+from .. import limits, validation
 from ..errors import DurableQError, InvalidParameterValue, Reason
 from . import attributes as attrs
-from . import validation
 from .payloads import Payloads, StoredPayload
 from .queue_rows import QueueConfig
 from .send import Outgoing

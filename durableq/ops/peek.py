@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import limits
+from .. import limits, validation
 from ..engines.base import Connection
 from ..errors import DurableQError
 from ..types import PeekedMessage
-from . import attributes, validation
+from . import attributes
 from .message_rows import format_sequence
 from .queue_rows import QueueConfig
 from .retention import expired_before

@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from .. import limits
+from .. import limits, validation
 from ..engines.base import Connection
 from ..errors import InvalidParameterValue
 from ..types import Message, MessageEvent, MinuteMetrics, PeekedMessage, QueueStats, RedrivePolicy
-from . import audit, history, peek, permissions, queue_rows, settings, stats, validation
+from . import audit, history, peek, permissions, queue_rows, settings, stats
 from .counters import PURGED
 from .queue_rows import QueueConfig
 from .runtime import Runtime

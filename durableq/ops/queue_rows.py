@@ -11,11 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from .. import limits
+from .. import limits, validation
 from ..engines.base import Connection
 from ..errors import InvalidParameterValue, QueueDoesNotExist, Reason
 from ..types import RedriveAllowPolicy, RedrivePolicy
-from . import validation
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,11 +15,12 @@ import time
 from collections.abc import Callable, Generator
 from concurrent.futures import Executor
 
+from .. import validation
 from ..engines.base import Connection, Database
 from ..engines.dialect import Dialect, for_each_dialect
 from ..errors import OverLimit
 from ..types import Message
-from . import fifo, history, redrive, relocation, validation
+from . import fifo, history, redrive, relocation
 from .counters import EMPTY_RECEIVES, RECEIVED, Counters
 from .longpoll import AsyncWaiter, Rooms, ThreadWaiter, Waiter
 from .message_rows import COLUMNS, MessageReader, claim_set

@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from .. import limits
+from .. import limits, validation
 from ..engines.base import Connection
 from ..errors import (
     DurableQError,
@@ -18,7 +18,7 @@ from ..errors import (
 )
 from ..types import Attribute, SendResult, md5_hex
 from . import attributes as attrs
-from . import fifo, history, validation
+from . import fifo, history
 from .counters import SENT, Counters
 from .message_rows import format_sequence
 from .payloads import StoredPayload

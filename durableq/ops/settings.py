@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .. import limits
+from .. import limits, validation
 from ..engines.base import Connection
 from ..errors import (
     InvalidAttributeName,
@@ -23,7 +23,6 @@ from ..errors import (
 )
 from ..queue_settings import BY_NAME, SETTABLE, SETTINGS, Setting
 from ..types import RedriveAllowPolicy, RedrivePolicy, datetime_from_ms
-from . import validation
 from .queue_rows import QueueConfig, changed, find, load
 
 

@@ -9,11 +9,11 @@ transaction (where the cached row is checked first).
 
 from __future__ import annotations
 
-from .. import limits
+from .. import limits, validation
 from ..engines.base import Connection
 from ..engines.dialect import Dialect, encode_ids, for_each_dialect
 from ..errors import DurableQError, InvalidParameterValue, MessageNotInflight, Reason, ReceiptHandleIsInvalid
-from . import fifo, history, receipts, validation
+from . import fifo, history, receipts
 from .counters import DELETED, Counters
 from .queue_rows import Catalog, QueueConfig
 from .retention import unexpired_sql

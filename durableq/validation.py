@@ -6,8 +6,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
-from .. import limits
-from ..errors import (
+from . import limits
+from .errors import (
     BatchEntryIdsNotDistinct,
     DurableQError,
     EmptyBatchRequest,

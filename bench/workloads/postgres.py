@@ -20,15 +20,11 @@ from __future__ import annotations
 
 import collections
 import functools
-import itertools
 import logging
 import os
-import sqlite3
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 import durableq
 from durableq.errors import DurableQError
@@ -37,14 +33,10 @@ from .. import procs
 from ..backlog import label
 from ..compare import WARMUP, Metric, alternate, collect, in_rounds
 from ..model import Config, Measurement, WorkloadResult, percentile
-
-if TYPE_CHECKING:
-    from tests.pgcluster import Cluster
+from .postgres_engines import KEY, QUEUE, Engines, rows_left, server_settings
 
 log = logging.getLogger(__name__)
 
-KEY = "W16"
-QUEUE = "jobs"
 #: 200 bytes per message, the same for both engines.
 BODY = "x" * 200
 SYSTEMS = ("sqlite", "postgresql")
@@ -85,79 +77,7 @@ PGMQ_NOTE = (
 )
 
 
-# -- where the queues live -------------------------------------------------------------------------
-
-
-class Engines:
-    """Fresh places for a queue on either engine: a SQLite file in the scratch folder, or a new
-    database of the workload's PostgreSQL cluster (a copy of a template migrated once)."""
-
-    def __init__(self, cfg: Config, cluster: Cluster) -> None:
-        from tests import pgcluster
-
-        self._cfg = cfg
-        self._cluster = cluster
-        self._pg = pgcluster
-        self._serial = itertools.count()
-        self._template = "w16_template"
-        pgcluster.create_database(cluster, self._template)
-        durableq.open(cluster.url(self._template)).close()  # migrate once; copies start at head
-
-    def fresh(self, system: str, durability: str, label_: str) -> str:
-        """A new, empty target with the queue created (untimed); returns what durableq.open takes."""
-        number = next(self._serial)
-        if system == "sqlite":
-            target = str(self._cfg.path(KEY, label_, f"{number}.db"))
-        else:
-            name = self._pg.create_database(self._cluster, f"w16_{number}", template=self._template)
-            target = self._cluster.url(name)
-        with durableq.open(target, durability=durability) as broker:
-            broker.create_queue(QUEUE)
-        return target
-
-    def discard(self, target: str) -> None:
-        """Drop a round's database (PostgreSQL) or file (SQLite): the next round starts afresh."""
-        if target.startswith("postgresql://"):
-            self._pg.drop_database(self._cluster, target.rsplit("/", 1)[1])
-            return
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{target}{suffix}").unlink(missing_ok=True)
-
-
-@contextmanager
-def _raw(target: str) -> Iterator[Any]:
-    """A plain driver connection to ``target`` (autocommit), outside durableq."""
-    if target.startswith("postgresql://"):
-        import psycopg
-
-        with psycopg.connect(target, autocommit=True) as pg:
-            yield pg
-        return
-    conn = sqlite3.connect(target, isolation_level=None)
-    try:
-        yield conn
-    finally:
-        conn.close()
-
-
-def _rows_left(target: str) -> int:
-    """How many messages the queue's table holds, counted by the driver, not by durableq."""
-    marker = "%s" if target.startswith("postgresql://") else "?"
-    statement = (
-        f"SELECT count(*) FROM messages WHERE queue_id = (SELECT id FROM queues WHERE name = {marker})"
-    )
-    with _raw(target) as conn:
-        (count,) = conn.execute(statement, (QUEUE,)).fetchone()
-    return int(count)
-
-
-def _server(cluster: Cluster) -> str:
-    with _raw(cluster.url()) as conn:
-        settings = {
-            name: conn.execute(f"SHOW {name}").fetchone()[0]
-            for name in ("server_version", "fsync", "full_page_writes", "shared_buffers", "wal_sync_method")
-        }
-    return ", ".join(f"{name} {value}" for name, value in settings.items())
+# -- where the queues live: postgres_engines.py ----------------------------------------------------
 
 
 # -- part 1: the cycle under concurrency --------------------------------------------------------------
@@ -220,7 +140,7 @@ class Cycles:
         try:
             tasks: list[procs.Task] = [(_worker, (target, durability, self._seconds))] * workers
             outcomes, started = procs.run(tasks, timeout=300 + self._seconds)
-            left = _rows_left(target)
+            left = rows_left(target)
         finally:
             self._engines.discard(target)
         elapsed = max(o["finished"] for o in outcomes) - started
@@ -407,7 +327,7 @@ def run(cfg: Config) -> WorkloadResult:
     # Fails here, with the reason, when the server binaries are missing or the server will not start.
     cluster = pgcluster.start(fsync=True, parent=cfg.workdir)
     try:
-        server = _server(cluster)
+        server = server_settings(cluster)
         log.info("%s: PostgreSQL cluster up in %.1f s (%s)", KEY, time.perf_counter() - started, server)
         engines = Engines(cfg, cluster)
         cycle_rows, cycle_notes = _throughput(cfg, engines)

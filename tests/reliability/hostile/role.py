@@ -24,6 +24,7 @@ import time
 from typing import Any
 
 import durableq
+from durableq import limits
 
 from ..journal import Journal
 from ..journaled import JournaledQueue
@@ -32,9 +33,15 @@ from . import layout
 from .caller import Busy, Caller, describe
 from .mix import Hand
 
-#: Seconds the child of the early fork has for its one long poll of 1 s (the harness kills no
-#: process younger than this plus a margin, so that a hang of that child is seen).
+#: Seconds the child of the early fork usually needs for its one long poll of 1 s: the harness kills
+#: no process younger than this plus a margin (run.YOUNG), so that child's end is usually seen.
 EARLY_CHILD = 3.0
+#: Seconds after which that child counts as hung: its long poll of 1 s, after a claim that may wait
+#: for the write lock as long as the busy timeout (10 s) on a machine the mix loads to the full, and
+#: a margin.  (3 s failed a 30-minute run at load 12 on 2 cores: the child's stacks showed it in its
+#: 1-s wait, having waited for the lock first.)  The hang it is there for never ended; the first
+#: process is never killed, so its early child is always judged.
+EARLY_CHILD_HANG = 1 + limits.DEFAULT_BUSY_TIMEOUT + 4
 #: Codes a worker may log at ERROR level for a message whose lease legitimately ended.
 _LATE = {"ReceiptHandleIsInvalid", "MessageNotInflight", "InvalidParameterValue"}
 
@@ -266,10 +273,10 @@ def hostile(config: Config, journal: Journal) -> None:
         poller = threading.Thread(target=first.idle_long_poll, name="first-long-poll")
         poller.start()
         time.sleep(proc.rng.choice([0, 0.001, 0.002, 0.005, 0.01]))
-        child = proc.fork(first, first_call="idle_long_poll", wait=False, deadline=EARLY_CHILD)
+        child = proc.fork(first, first_call="idle_long_poll", wait=False, deadline=EARLY_CHILD_HANG)
         for thread in threads:
             thread.start()
-        proc.reap(first, child, EARLY_CHILD)
+        proc.reap(first, child, EARLY_CHILD_HANG)
         poller.join()
         for thread in threads:
             thread.join()

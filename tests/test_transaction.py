@@ -153,7 +153,7 @@ def test_history_and_batches_hold_inside(app: App, target: str, broker: durableq
         sent = queue.send("one", transaction=tx)
         result = queue.send_batch([SendEntry("a", "two"), SendEntry("b", "three")], transaction=tx)
     assert len(result.successful) == 2
-    assert [(e.event, e.message_id) for e in queue.events()][0] == ("sent", sent.message_id)
+    assert (queue.events()[0].event, queue.events()[0].message_id) == ("sent", sent.message_id)
     assert [e.event for e in queue.events()] == ["sent"] * 3
     assert sorted(m.body for m in queue.receive(max_messages=10, wait_time=0)) == ["one", "three", "two"]
 
@@ -355,12 +355,12 @@ def test_a_transaction_of_another_broker_is_refused(
 
 
 def test_not_a_transaction(queue: durableq.Queue) -> None:
-    with pytest.raises(InvalidParameterValue, match="durableq.Transaction"):
+    with pytest.raises(InvalidParameterValue, match=r"durableq\.Transaction"):
         queue.send("x", transaction="tx")  # type: ignore[arg-type]
 
 
 def test_unsupported_connections_are_refused(broker: durableq.Broker) -> None:
-    with pytest.raises(InvalidParameterValue, match="a sqlite3.Connection, a psycopg.Connection"):
+    with pytest.raises(InvalidParameterValue, match=r"a sqlite3\.Connection, a psycopg\.Connection"):
         with broker.transaction(object()):
             pass
 

@@ -194,11 +194,15 @@ class QueueHandle:
         """Hide the message until ``timeout`` seconds from now (0 makes it visible at once)."""
         message_calls.change_visibility(runtime_for(self._rt, transaction), self._to, receipt_handle, timeout)
 
-    def extend_visibility(self, receipt_handle: str, timeout: int) -> int:
+    def extend_visibility(
+        self, receipt_handle: str, timeout: int, *, transaction: Transaction | None = None
+    ) -> int:
         """:meth:`change_visibility` for heartbeats: a timeout that would end more than 12 hours after
         the receive ends at that cap instead of being refused.  Returns the seconds the message is now
         hidden for (less than ``timeout`` once the cap is near, 0 when it is reached)."""
-        return message_calls.change_visibility(self._rt, self._to, receipt_handle, timeout, up_to_cap=True)
+        return message_calls.change_visibility(
+            runtime_for(self._rt, transaction), self._to, receipt_handle, timeout, up_to_cap=True
+        )
 
     def change_visibility_batch(
         self,

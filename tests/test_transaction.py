@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 import durableq
 from durableq import InvalidParameterValue, SendEntry
-from tests.conftest import payload_dir, sql_rows, sql_run, until_long_polls_wait
+from tests.conftest import payload_dir, sql_rows, sql_run, until, until_long_polls_wait
 
 FORMS = ("own", "driver", "core", "session")
 
@@ -417,3 +417,28 @@ def test_the_own_form_rolls_back_on_an_exception(
             raise KeyError
     assert count(target, "orders") == 0
     assert queue.receive(wait_time=0) == []
+
+
+@pytest.mark.sqlite_only("group commit is the SQLite engine's")
+@pytest.mark.parametrize("commit", [True, False])
+def test_the_own_form_is_never_part_of_a_group_commit(engine: str, db_path: Path, commit: bool) -> None:
+    with durableq.open(db_path, durability="full") as broker:
+        queue = broker.create_queue("jobs")
+        db = broker._rt.db
+        before = db.group_stats.grouped
+        senders = [threading.Thread(target=queue.send, args=(f"other {i}",)) for i in range(3)]
+        try:
+            with broker.transaction() as tx:
+                queue.send("mine", transaction=tx)
+                for sender in senders:
+                    sender.start()
+                until(lambda: db.waiting == 3, "the other writes wait in line behind the transaction")
+                if not commit:
+                    raise Rollback
+        except Rollback:
+            pass
+        for sender in senders:
+            sender.join(30)
+        bodies = sorted(m.body for m in queue.receive(max_messages=10, wait_time=0))
+        assert bodies == (["mine"] if commit else []) + ["other 0", "other 1", "other 2"]
+        assert db.group_stats.grouped - before == 3  # the three batched together, the transaction alone

@@ -108,6 +108,12 @@ def load_handler(spec: str) -> Callable[[durableq.Message], Any]:
     "as the reply, in the transaction that deletes the request.",
 )
 @click.option(
+    "--transactional",
+    is_flag=True,
+    help="Call HANDLER as handler(message, transaction): its writes through the transaction commit "
+    "with the message's delete, in one commit (durableq.Worker(transactional=True)).",
+)
+@click.option(
     "--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]), default="INFO", show_default=True
 )
 @json_option
@@ -130,6 +136,7 @@ def worker(
     grace_period: float,
     idle_timeout: float | None,
     respond: bool,
+    transactional: bool,
     log_level: str,
     as_json: bool,
 ) -> None:
@@ -146,6 +153,7 @@ def worker(
       durableq worker thumbnails myapp.jobs:make_thumbnail --concurrency 4
       durableq worker thumbnails myapp.jobs:make_thumbnail --processes --concurrency 2
       durableq worker resize myapp.jobs:resize --respond
+      durableq worker orders myapp.jobs:ship --transactional
     """
     function = load_handler(handler)
     root = logging.getLogger()
@@ -164,6 +172,7 @@ def worker(
             idle_timeout=idle_timeout,
             process_initializer=functools.partial(configure_logging, log_level, as_json),
             respond=respond,
+            transactional=transactional,
         ).run()
     finally:  # leave logging as it was (this matters when the CLI runs inside another program)
         root.removeHandler(output)

@@ -50,6 +50,7 @@ from .keyring import KeyInfo, Keyring
 from .options import OpenOptions
 from .queue import Queue
 from .temporary import TemporaryQueue
+from .transaction import Transaction
 from .types import (
     Attribute,
     AuditEvent,
@@ -124,6 +125,7 @@ __all__ = [
     "SendResult",
     "TemporaryQueue",
     "TooManyEntriesInBatchRequest",
+    "Transaction",
     "UnsupportedOperation",
     "VirtualQueue",
     "Worker",

@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import Any
 
 from . import limits, queue_settings, validation
+from . import transaction as transactions
 from .engines.base import Database
 from .engines.location import file_of, open_database
 from .engines.migrate import ensure_schema
@@ -25,6 +26,7 @@ from .ops.runtime import Runtime
 from .options import OpenOptions
 from .queue import Queue
 from .temporary import TemporaryQueue
+from .transaction import Transaction
 from .types import AuditEvent, MessageEvent, MoveTask, RedriveAllowPolicy, RedrivePolicy
 
 log = logging.getLogger(__name__)
@@ -143,6 +145,20 @@ class Broker:
 
     def __repr__(self) -> str:
         return f"<durableq.Broker {self._rt.db.name!r} durability={self.durability!r}>"
+
+    def transaction(self, connection: object = None) -> AbstractContextManager[Transaction]:
+        """A transaction that the queues' message calls join (``transaction=tx``): what they do commits,
+        or rolls back, with the application's own writes, in one commit.
+
+        Without ``connection``: a write transaction on durableq's own connection; ``tx.execute(sql,
+        parameters)`` runs the application's statements in it; leaving the block commits (at the
+        broker's durability), an exception rolls it back and is raised.  With ``connection``: the
+        application's own connection to the same database (a ``sqlite3.Connection``, a
+        ``psycopg.Connection``, a SQLAlchemy ``Connection`` or ORM ``Session``), in whose transaction
+        durableq's statements run; the application commits or rolls back as it always does, and
+        durableq commits nothing.  A connection to another database raises ``InvalidParameterValue``.
+        """
+        return transactions.begin(self._rt, connection)
 
     def __enter__(self) -> Broker:
         return self

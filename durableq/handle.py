@@ -20,6 +20,7 @@ from .ops import message_calls, queue_calls
 from .ops.message_calls import QueueRef
 from .ops.runtime import Runtime
 from .options import OpenOptions
+from .transaction import Transaction, runtime_for
 from .types import (
     AttributeInput,
     BatchResult,
@@ -71,15 +72,18 @@ class QueueHandle:
         deduplication_id: str | None = None,
         trace_header: str | None = None,
         offload: bool = True,
+        transaction: Transaction | None = None,
     ) -> SendResult:
         """Send one message; when this returns, the message is committed to the database.
 
         ``trace_header`` is SQS's AWSTraceHeader system attribute, kept and returned as is.
         On a queue with ``large_payloads``, a message over the queue's size limit goes to the payload
         store (up to 2 GiB); ``offload=False`` refuses it instead, as SQS does (the endpoint's rule).
+        With ``transaction`` (from :meth:`Broker.transaction`) the message is sent inside it: committed
+        with it, and visible to no receiver until then.
         """
         return message_calls.send_message(
-            self._rt,
+            runtime_for(self._rt, transaction),
             self._to,
             body,
             delay_seconds=delay_seconds,
@@ -118,10 +122,12 @@ class QueueHandle:
             trace_header=trace_header,
         )
 
-    def send_batch(self, entries: Sequence[SendEntry], *, offload: bool = True) -> BatchResult:
+    def send_batch(
+        self, entries: Sequence[SendEntry], *, offload: bool = True, transaction: Transaction | None = None
+    ) -> BatchResult:
         """Send up to 10 messages in one transaction; each entry succeeds or fails on its own.  On a queue
         with ``large_payloads``, entries over its size limit go to the payload store (see :meth:`send`)."""
-        return message_calls.send_batch(self._rt, self._to, entries, offload)
+        return message_calls.send_batch(runtime_for(self._rt, transaction), self._to, entries, offload)
 
     # -- receive ----------------------------------------------------------------
 
@@ -132,16 +138,23 @@ class QueueHandle:
         visibility_timeout: int | None = None,
         wait_time: int | None = None,
         attempt_id: str | None = None,
+        transaction: Transaction | None = None,
     ) -> list[Message]:
         """Receive up to ``max_messages`` messages and hide them for the visibility timeout.
 
         With a wait time (this call's, else the queue's) the call waits until a
         message arrives or the time is up; an empty queue gives an empty list.
         While it waits the thread sleeps: one watcher per process and database
-        wakes it when any process commits.
+        wakes it when any process commits.  Inside a ``transaction`` it never waits (``wait_time``
+        must be 0 or not given), and a rollback leaves the messages exactly as they were.
         """
         return message_calls.receive(
-            self._rt, self._to, max_messages, visibility_timeout, wait_time, attempt_id
+            runtime_for(self._rt, transaction),
+            self._to,
+            max_messages,
+            visibility_timeout,
+            wait_time,
+            attempt_id,
         )
 
     async def receive_async(
@@ -165,29 +178,40 @@ class QueueHandle:
 
     # -- delete, visibility, respond ----------------------------------------------
 
-    def delete(self, receipt_handle: str) -> None:
-        """Delete the message a receipt handle names."""
-        message_calls.delete(self._rt, self._to, receipt_handle)
+    def delete(self, receipt_handle: str, *, transaction: Transaction | None = None) -> None:
+        """Delete the message a receipt handle names (inside ``transaction``: when it commits)."""
+        message_calls.delete(runtime_for(self._rt, transaction), self._to, receipt_handle)
 
-    def delete_batch(self, entries: Sequence[str | tuple[str, str]]) -> BatchResult:
+    def delete_batch(
+        self, entries: Sequence[str | tuple[str, str]], *, transaction: Transaction | None = None
+    ) -> BatchResult:
         """Delete up to 10 messages: receipt handles, or ``(id, receipt_handle)`` pairs."""
-        return message_calls.delete_batch(self._rt, self._to, entries)
+        return message_calls.delete_batch(runtime_for(self._rt, transaction), self._to, entries)
 
-    def change_visibility(self, receipt_handle: str, timeout: int) -> None:
+    def change_visibility(
+        self, receipt_handle: str, timeout: int, *, transaction: Transaction | None = None
+    ) -> None:
         """Hide the message until ``timeout`` seconds from now (0 makes it visible at once)."""
-        message_calls.change_visibility(self._rt, self._to, receipt_handle, timeout)
+        message_calls.change_visibility(runtime_for(self._rt, transaction), self._to, receipt_handle, timeout)
 
-    def extend_visibility(self, receipt_handle: str, timeout: int) -> int:
+    def extend_visibility(
+        self, receipt_handle: str, timeout: int, *, transaction: Transaction | None = None
+    ) -> int:
         """:meth:`change_visibility` for heartbeats: a timeout that would end more than 12 hours after
         the receive ends at that cap instead of being refused.  Returns the seconds the message is now
         hidden for (less than ``timeout`` once the cap is near, 0 when it is reached)."""
-        return message_calls.change_visibility(self._rt, self._to, receipt_handle, timeout, up_to_cap=True)
+        return message_calls.change_visibility(
+            runtime_for(self._rt, transaction), self._to, receipt_handle, timeout, up_to_cap=True
+        )
 
     def change_visibility_batch(
-        self, entries: Sequence[tuple[str, int] | tuple[str, str, int]]
+        self,
+        entries: Sequence[tuple[str, int] | tuple[str, str, int]],
+        *,
+        transaction: Transaction | None = None,
     ) -> BatchResult:
         """Change up to 10 visibility timeouts: ``(handle, timeout)`` or ``(id, handle, timeout)``."""
-        return message_calls.change_visibility_batch(self._rt, self._to, entries)
+        return message_calls.change_visibility_batch(runtime_for(self._rt, transaction), self._to, entries)
 
     def respond(
         self, request: Message, body: str, *, attributes: Mapping[str, AttributeInput] | None = None

@@ -227,3 +227,8 @@ MAX_PLOTTED_QUEUES = 6
 #: The plot merges minutes into steps (1, 5, 15, 30 minutes, 1, 3, 6, 12 hours, 1 day) so that
 #: a queue's line has at most this many points.
 MAX_PLOT_POINTS = 300
+
+# Transactions (Broker.transaction).
+#: Idle connections a PostgreSQL broker keeps for its next transactions (``Broker.transaction()``
+#: runs on a connection of its own, not the thread's).
+TRANSACTION_SPARES = 4

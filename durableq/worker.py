@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import limits, validation, worker_jobs, worker_processes
+from . import transaction as transactions
 from .errors import BrokerClosed, DurableQError, InvalidParameterValue, QueueDoesNotExist
 from .queue import Queue
 from .types import Message
@@ -28,7 +29,8 @@ from .worker_jobs import Job
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[[Message], Any]
+#: handler(message), or handler(message, transaction) for a transactional worker.
+Handler = Callable[..., Any]
 STOP_CHECK = limits.WORKER_STOP_CHECK
 DEFAULT_GRACE_PERIOD = limits.DEFAULT_GRACE_PERIOD
 MAX_GRACE_PERIOD = limits.MAX_GRACE_PERIOD
@@ -59,7 +61,15 @@ class Worker:
     once).  With ``idle_timeout``, ``run`` also returns once no message came and none ran for that
     many seconds (batch jobs, demos).  With ``respond`` the queue holds requests
     (:mod:`durableq.rpc`): the handler's return value, a ``str``, is sent to the request's reply
-    queue in the same transaction as the delete (``Queue.respond``).
+    queue in the same transaction as the delete (``Queue.respond``).  With ``transactional`` the
+    handler is called as ``handler(message, transaction)`` inside ``Broker.transaction()``: what it
+    writes through the transaction (``transaction.execute``, sends and deletes with
+    ``transaction=``) commits in one commit with the message's delete, and an exception rolls both
+    back (the message then returns by its back-off and redrive policy, as any failure).  The delete
+    requires the worker's receipt to be the message's latest: if the message's visibility timeout
+    ended and another consumer received it meanwhile, the transaction rolls back instead, whichever
+    of the two finishes first.  So a message's database effects through the transaction commit
+    exactly once; effects outside it (e-mails, HTTP calls) may happen more than once.
     """
 
     def __init__(
@@ -78,6 +88,7 @@ class Worker:
         idle_timeout: float | None = None,
         process_initializer: Callable[[], object] | None = None,
         respond: bool = False,
+        transactional: bool = False,
     ) -> None:
         if not callable(handler):
             raise InvalidParameterValue("handler must be a callable taking a durableq.Message")
@@ -107,6 +118,12 @@ class Worker:
         self.idle_timeout = idle_timeout
         self.process_initializer = process_initializer
         self.respond = respond
+        if transactional and respond:
+            raise InvalidParameterValue(
+                "a worker is transactional or a responder, not both (a reply commits with its delete "
+                "already: see Queue.respond)"
+            )
+        self.transactional = transactional
         if processes:
             worker_processes.check_portable(
                 queue, handler=handler, backoff=backoff, process_initializer=process_initializer
@@ -201,6 +218,9 @@ class Worker:
             return 0 if self._stop.is_set() else self.concurrency - len(self._jobs)
 
     def _handle(self, message: Message) -> None:
+        if self.transactional:
+            self._handle_in_transaction(message)
+            return
         started = time.monotonic()
         try:
             result = self.handler(message)
@@ -212,6 +232,35 @@ class Worker:
             self._finish(message, started, failure=exc)
         else:
             self._finish(message, started, failure=None, result=result)
+
+    def _handle_in_transaction(self, message: Message) -> None:
+        """The handler's writes and the message's delete in one transaction (see the class)."""
+        started = time.monotonic()
+        handled = False
+        try:
+            with transactions.begin(self.queue._rt) as tx:
+                self.handler(message, tx)
+                handled = True
+                with self._lock:
+                    job = self._jobs.get(message.receipt_handle)
+                    if job is None or job.released or job.lost:
+                        raise _NotOurs
+                    job.settling = True
+                worker_jobs.acknowledge(self.queue, message, tx)
+        except Exception as exc:  # noqa: BLE001 - the handler's failure is the message's, not the worker's
+            if handled:  # the handler was done: its acknowledgement failed (another consumer has it)
+                worker_jobs.rolled_back(message, time.monotonic() - started, exc)
+                self._forget(message)
+            else:
+                self._finish(message, started, failure=exc)
+            return
+        worker_jobs.done(message, time.monotonic() - started)
+        self._forget(message)
+
+    def _forget(self, message: Message) -> None:
+        with self._lock:
+            self._jobs.pop(message.receipt_handle, None)
+            self._lock.notify_all()
 
     def _finish(
         self, message: Message, started: float, failure: Exception | None, result: Any = None
@@ -296,6 +345,7 @@ class Worker:
             "grace_period": self.grace_period,
             "idle_timeout": self.idle_timeout,
             "respond": self.respond,
+            "transactional": self.transactional,
         }
         worker_processes.supervise(
             self.concurrency,
@@ -307,6 +357,14 @@ class Worker:
             self._stop,
             lambda running: self._log_stop(running, "worker processes"),
         )
+
+
+class _NotOurs(Exception):
+    """The worker gave the message up (released at stop, or its visibility was lost) while the
+    handler ran: the handler's transaction rolls back."""
+
+    def __str__(self) -> str:
+        return "the worker no longer holds the message (released at stop, or its visibility was lost)"
 
 
 def _install_signal_handlers(stop: Callable[[int], None]) -> Callable[[], None]:

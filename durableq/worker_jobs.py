@@ -12,6 +12,7 @@ from typing import Any
 
 from .errors import DurableQError
 from .queue import Queue
+from .transaction import Transaction
 from .types import Message, RedrivePolicy
 from .virtual import VirtualQueue
 
@@ -88,6 +89,30 @@ def settle(
             )
     except DurableQError as exc:
         log.error("job %s: could not settle the message: %s", message.message_id, exc)
+
+
+def acknowledge(queue: Queue | VirtualQueue, message: Message, transaction: Transaction) -> None:
+    """A transactional job's delete, inside the handler's transaction.  It first extends the
+    message's visibility by its receipt, which must be the message's latest and in flight (on a
+    standard queue too, where a delete alone accepts any handle it ever had): if the message's
+    visibility timeout ended and another consumer received it, this raises, and the handler's writes
+    roll back with it; if the other consumer's transaction committed first, the message is gone and
+    this raises too.  So the handler's database writes commit once per message."""
+    queue.extend_visibility(message.receipt_handle, 1, transaction=transaction)
+    queue.delete(message.receipt_handle, transaction=transaction)
+
+
+def done(message: Message, took: float) -> None:
+    log.info("job %s done in %.3f s", message.message_id, took, extra=outcome(message, "done", took))
+
+
+def rolled_back(message: Message, took: float, error: Exception) -> None:
+    log.warning(
+        "job %s finished, but its delete failed (%s): the handler's transaction rolled back",
+        message.message_id,
+        error,
+        extra=outcome(message, "lost", took, error=f"{type(error).__name__}: {error}"),
+    )
 
 
 def _dead_letter(

@@ -164,6 +164,26 @@ class Database(Protocol):
         may run side by side: see :attr:`concurrent_changes`."""
         ...
 
+    #: A statement an operation inside a transaction it did not begin sends after it, which the
+    #: commit delivers to the change watchers of every process (PostgreSQL's ``NOTIFY``); None where
+    #: the commit itself reaches them (SQLite's file).
+    joined_notice: str | None
+
+    def joined_lock(self, alone: bool) -> str | None:
+        """What an operation inside a transaction it did not begin (the application's) runs first,
+        to hold what :meth:`write` (``alone``) or :meth:`change` would hold, until that transaction
+        ends; None where the transaction's own write lock is enough (SQLite)."""
+        ...
+
+    def own_transaction(self) -> AbstractContextManager[Connection]:
+        """The application's write transaction on durableq's side (``Broker.transaction()``): a
+        connection no other call of this process uses, in a transaction that is never shared with
+        other writes (never part of a group commit) and runs as long as the application's block;
+        ``COMMIT`` at the block's end (the change watcher told, at the database's durability), rolled
+        back if the block raises.  Nothing is locked up front beyond what a write needs on the
+        engine (SQLite's write lock); the operations inside take what they need as they go."""
+        ...
+
     def statement(self) -> AbstractContextManager[Connection]:
         """This thread's connection, for reads that need no snapshot beyond one statement."""
         ...
@@ -178,6 +198,11 @@ class Database(Protocol):
         that resumes after the last id it read misses none.  Every reader that resumes after an id
         reads through it: ``Broker.message_events``, ``newest_event_id``, ``Queue.events``,
         ``Broker.audit``, the ``durableq-events`` stream, the incremental export."""
+        ...
+
+    def committed_elsewhere(self) -> None:
+        """A transaction the engine did not commit (the application's, on its own connection)
+        committed changes: tell this process's change watcher, as the engine's own commits do."""
         ...
 
     def watcher(self) -> watch.Watcher:

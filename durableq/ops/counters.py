@@ -16,7 +16,7 @@ import os
 import threading
 import weakref
 
-from ..engines.base import Database
+from ..engines.base import Connection, Database
 from ..errors import DurableQError
 from ..types import COUNTERS
 
@@ -46,6 +46,15 @@ SELECT id, :minute, {", ".join(f":{c}" for c in COLUMNS)} FROM queues WHERE name
 ON CONFLICT (queue_id, minute) DO UPDATE SET
   {", ".join(f"{c} = queue_metrics.{c} + excluded.{c}" for c in COLUMNS)}
 """
+
+
+def write_now(conn: Connection, queue: str, now: int, kind: int, count: int) -> None:
+    """Count ``count`` events of ``kind`` of ``queue`` in the caller's transaction, at once: inside a
+    transaction of the application's (``Broker.transaction``), the counts commit or roll back with
+    it, so a rolled-back send is never counted."""
+    row = [0] * len(COLUMNS)
+    row[kind] = count
+    conn.execute(_UPSERT, dict(zip(COLUMNS, row), queue=queue, minute=now - now % MINUTE_MS))
 
 
 class Counters:

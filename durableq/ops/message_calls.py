@@ -20,7 +20,7 @@ from .. import limits, validation
 from ..engines.base import Connection
 from ..errors import BatchRequestTooLong, DurableQError, InvalidParameterValue, Reason
 from ..types import AttributeInput, BatchResult, BatchSuccess, Message, SendEntry, SendResult
-from . import batch, replies, send, visibility
+from . import batch, joined, replies, send, visibility
 from . import offload as offloading  # (`offload` is a keyword of send)
 from .runtime import Runtime
 from .send import Outgoing
@@ -201,6 +201,8 @@ def receive(
     attempt_id: str | None,
 ) -> list[Message]:
     _check_receive(max_messages, visibility_timeout, wait_time, attempt_id)
+    if rt.in_transaction:
+        wait_time = joined.no_wait(wait_time)
     return rt.receiver.receive(to.name, max_messages, visibility_timeout, wait_time, attempt_id, to.virtual)
 
 

@@ -47,7 +47,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from .. import limits
 from ..engines import forks
-from ..engines.base import Database
+from ..engines.base import Connection, Database
 from ..errors import DatabaseError, DurableQError, InvalidParameterValue, MessageCorrupt
 from .payload_folder import Folder
 from .payload_owner import Owner
@@ -265,6 +265,12 @@ class _PayloadReader(io.RawIOBase):
         super().close()
 
 
+def identity(conn: Connection) -> str:
+    """The identity of the database ``conn`` is connected to (made once, when it was created)."""
+    (found,) = conn.execute(_IDENTITY).fetchone()
+    return str(found)
+
+
 class Payloads:
     """One broker's side of the payload store: writing, and removing what no row names any more."""
 
@@ -280,8 +286,7 @@ class Payloads:
     def _identity(self) -> str:
         """The database's identity, which its store must name (see ``payload_owner``)."""
         with self._db.statement() as conn:
-            (identity,) = conn.execute(_IDENTITY).fetchone()
-        return str(identity)
+            return identity(conn)
 
     @property
     def root(self) -> Path | None:

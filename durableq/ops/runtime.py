@@ -23,6 +23,9 @@ from .temporary import TemporaryQueues
 
 
 class Runtime:
+    #: Inside a transaction the operations do not commit (see ``ops/joined.py``)?
+    in_transaction = False
+
     def __init__(self, db: Database, options: OpenOptions, payload_dir: Path | None) -> None:
         """``db`` is the database ``options`` name, opened; ``payload_dir`` the payload store's folder
         (the default filled in)."""

@@ -21,6 +21,7 @@ from typing import Any
 import psycopg
 from psycopg.adapt import Loader
 from psycopg.pq import TransactionStatus
+from psycopg.rows import tuple_row
 
 from ..base import Cursor, Params
 from ..dialect import POSTGRES
@@ -135,7 +136,7 @@ class Connection:
     def _run(self, statement: str, call: Callable[[psycopg.Cursor[Any]], object]) -> Cursor:
         """Run ``statement`` by ``call`` on a new cursor; errors translated, changed rows counted
         (for the commit's NOTIFY)."""
-        cursor = self.raw.cursor()
+        cursor = self._cursor()
         try:
             call(cursor)
         except psycopg.Error as exc:
@@ -147,6 +148,9 @@ class Connection:
         if cursor.rowcount > 0 and _is_write(statement):
             self.changes += cursor.rowcount
         return cursor
+
+    def _cursor(self) -> psycopg.Cursor[Any]:
+        return self.raw.cursor()
 
     @property
     def in_transaction(self) -> bool:
@@ -205,3 +209,16 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class ForeignConnection(Connection):
+    """An application's own psycopg connection, with the interface the operations use
+    (``Broker.transaction(connection=...)``): its cursors hand back tuples and integer sums whatever
+    row factory and loaders the application set on the connection.  Never committed, never closed."""
+
+    __slots__ = ()
+
+    def _cursor(self) -> psycopg.Cursor[Any]:
+        cursor = self.raw.cursor(row_factory=tuple_row)
+        cursor.adapters.register_loader("numeric", _NumericLoader)
+        return cursor

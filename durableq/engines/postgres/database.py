@@ -9,6 +9,7 @@ commit, so a waiter on any host learns of it when the commit does.
 from __future__ import annotations
 
 import os
+import threading
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
+from ... import limits
 from ...errors import BrokerClosed, DatabaseError, UnsupportedOperation
 from .. import forks, watch, watchers
 from ..base import GroupStats
@@ -25,7 +27,16 @@ from ..per_thread import PerThread, keep_inherited
 from ..urls import redacted
 from .connection import Connection, connect_raw
 from .errors import translate
-from .locks import BEGIN_CHANGE, BEGIN_READ, BEGIN_WRITE, MIGRATION, SETTLED_BARRIER, SETTLED_BEGIN
+from .locks import (
+    BEGIN_CHANGE,
+    BEGIN_READ,
+    BEGIN_WRITE,
+    JOINED_CHANGE,
+    JOINED_WRITE,
+    MIGRATION,
+    SETTLED_BARRIER,
+    SETTLED_BEGIN,
+)
 from .notify import CHANNEL, ListenSource, TransactionIdProbe
 from .snapshot import ExportedTransaction, export
 
@@ -53,6 +64,10 @@ class Database:
         self.busy_timeout = busy_timeout
         self._connections = PerThread(Connection.close)
         self._closed = False
+        # Connections of the application's transactions (own_transaction), kept for the next one.
+        self._spares: list[Connection] = []
+        self._spare_lock = threading.Lock()
+        forks.renew_in_child(self, "_spare_lock")
         self._watcher_hold = watchers.WatcherHold(
             lambda: ("postgresql", url),
             self.name,
@@ -90,6 +105,8 @@ class Database:
     def _forget_connections(self) -> None:
         # A forked child must not use its parent's sockets, nor close them (see below): kept.
         keep_inherited(self._connections.forget())
+        keep_inherited(self._spares)
+        self._spares = []
         self._watcher_hold.forget()
 
     def is_driver_error(self, exc: BaseException) -> bool:
@@ -125,6 +142,51 @@ class Database:
         every event id at or below the highest it shows has committed, or never will (why this is
         needed and why it is correct: see :mod:`.locks`)."""
         return self._transaction(SETTLED_BEGIN, barrier=SETTLED_BARRIER)
+
+    #: Sent inside a joined transaction after an operation: delivered with the application's commit,
+    #: it wakes the long polls of every host then (see :meth:`.base.Database.joined_lock`).
+    joined_notice: str | None = f"NOTIFY {CHANNEL}"
+
+    def joined_lock(self, alone: bool) -> str | None:
+        """The writers' lock of an operation inside a transaction it did not begin (see
+        :data:`.locks.JOINED_WRITE`)."""
+        return JOINED_WRITE if alone else JOINED_CHANGE
+
+    @contextmanager
+    def own_transaction(self) -> Iterator[Connection]:
+        """The application's write transaction (``Broker.transaction()``, see
+        :meth:`.base.Database.own_transaction`): a plain ``BEGIN`` on a connection of its own (not
+        this thread's: the thread's other calls stay outside); the writers' lock is taken by each
+        operation inside, as its kind needs, and held to the end.  ``COMMIT`` with ``NOTIFY`` if rows
+        changed; a connection that cannot be brought back to idle is closed."""
+        with forks.INSIDE:
+            with self._spare_lock:
+                conn = self._spares.pop() if self._spares else None
+            if conn is None or not conn.idle:
+                conn = self.connect()
+            changes = conn.changes
+            try:
+                conn.run("BEGIN")
+                yield conn
+                changed = conn.changes != changes
+                conn.run(f"NOTIFY {CHANNEL}; COMMIT" if changed else "COMMIT")
+            except BaseException:
+                conn.rollback()
+                if conn.idle:
+                    self._give_back(conn)
+                else:
+                    conn.close()
+                raise
+            self._give_back(conn)
+        if changed:
+            self._watcher_hold.committed()
+
+    def _give_back(self, conn: Connection) -> None:
+        with self._spare_lock:
+            if not self._closed and len(self._spares) < limits.TRANSACTION_SPARES:
+                self._spares.append(conn)
+                return
+        conn.close()
 
     @contextmanager
     def statement(self) -> Iterator[Connection]:
@@ -179,6 +241,11 @@ class Database:
 
     # -- notification ----------------------------------------------------------------------
 
+    def committed_elsewhere(self) -> None:
+        """A transaction this engine did not commit changed rows and committed (the application's on
+        its own connection): the waiters of this process look now."""
+        self._watcher_hold.committed()
+
     def watcher(self) -> watch.Watcher:
         """The change watcher of this database (one per process and database)."""
         return self._watcher_hold.get()
@@ -187,6 +254,10 @@ class Database:
         self._closed = True
         self._watcher_hold.close()
         self._connections.close_all(busy=forks.inside)
+        with self._spare_lock:
+            spares, self._spares = self._spares, []
+        for conn in spares:
+            conn.close()
 
     # -- migrations ------------------------------------------------------------------------
 

@@ -41,6 +41,11 @@ MIGRATION = WRITERS + 1
 BEGIN_WRITE = f"BEGIN; SELECT pg_advisory_xact_lock({WRITERS})"
 #: A write of one statement (or a few that must commit together): runs beside the others like it.
 BEGIN_CHANGE = f"BEGIN; SELECT pg_advisory_xact_lock_shared({WRITERS})"
+#: What an operation inside a transaction it did not begin (``Broker.transaction``) takes first: the
+#: writers' lock as its kind needs (exclusive for a write that runs alone, shared for a change), held
+#: until the application's commit, as a transaction of its own would hold it until its own.
+JOINED_WRITE = f"SELECT pg_advisory_xact_lock({WRITERS})"
+JOINED_CHANGE = f"SELECT pg_advisory_xact_lock_shared({WRITERS})"
 #: A read of several statements: one snapshot.
 BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 

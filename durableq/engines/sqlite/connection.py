@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 from contextlib import AbstractContextManager, nullcontext
+from typing import Any
 
 from ..dialect import SQLITE
 
@@ -45,3 +46,36 @@ class _OneWrite:
             self._conn.execute("COMMIT")
         elif self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
+
+
+class ForeignConnection:
+    """An application's own ``sqlite3`` connection to the file, with the interface the operations use
+    (``Broker.transaction(connection=...)``): its cursors hand back tuples whatever row factory the
+    application set.  Never committed, never closed; the statements run in the application's
+    transaction."""
+
+    __slots__ = ("raw",)
+
+    dialect = SQLITE
+
+    def __init__(self, raw: sqlite3.Connection) -> None:
+        self.raw = raw
+
+    def _cursor(self) -> sqlite3.Cursor:
+        cursor = self.raw.cursor()
+        cursor.row_factory = None
+        return cursor
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        return self._cursor().execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
+        return self._cursor().executemany(sql, parameters)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.raw.in_transaction
+
+    def one_write(self) -> AbstractContextManager[None]:
+        """Inside the application's transaction already (the operations run in one)."""
+        return _IN_OPEN_TRANSACTION

@@ -126,6 +126,11 @@ class Database:
         self.watcher_hold.forget()  # nor its watcher thread, which did not come along
         self.gate.reset()  # nor its writer threads
 
+    def committed_elsewhere(self) -> None:
+        """A transaction this engine did not commit changed rows and committed (the application's on
+        its own connection): the waiters of this process look now."""
+        self.watcher_hold.committed()
+
     def watcher(self) -> watch.Watcher:
         """The change watcher of this file (one per process and file, started on first use)."""
         return self.watcher_hold.get()
@@ -158,6 +163,35 @@ class Database:
         ``DELETE`` is atomic and takes the write lock when it starts): alone, it commits on its
         own (autocommit); behind other writes, it joins their group like :meth:`write`."""
         return Grouped(self, transaction=False) if self._grouping else Statement(self)
+
+    #: Nothing to send: a commit of any connection, of any process, reaches the change watcher by the
+    #: file (its WAL and ``data_version``).
+    joined_notice: str | None = None
+
+    def joined_lock(self, alone: bool) -> str | None:
+        """Nothing: the write lock is the transaction's (taken up front by ``BEGIN IMMEDIATE``, or by
+        its first write), and SQLite lets one writer in at a time."""
+        return None
+
+    @contextmanager
+    def own_transaction(self) -> Iterator[SqliteConnection]:
+        """The application's write transaction (``Broker.transaction()``, see
+        :meth:`.base.Database.own_transaction`): the gate held alone for the whole block, so no batch
+        of group commit ever holds the application's work nor waits inside it, and ``BEGIN
+        IMMEDIATE`` on the gate's connection (no thread's own: this thread's other calls stay
+        outside).  Inside :data:`.forks.INSIDE` all along: a fork waits for the block's end."""
+        with forks.INSIDE:
+            self.gate.enter_alone()
+            try:
+                conn = self._begin_shared()
+                try:
+                    yield conn
+                except BaseException:
+                    rollback(conn)
+                    raise
+                self._commit_shared(conn)
+            finally:
+                self.gate.leave()
 
     def statement(self) -> Statement:
         """This thread's connection for reads that need no snapshot beyond one statement

@@ -71,9 +71,10 @@ class _Signal:
 class Member:
     """One write that waited in line (see :meth:`Gate.enter`)."""
 
-    __slots__ = ("batch", "done", "error", "turn")
+    __slots__ = ("alone", "batch", "done", "error", "turn")
 
-    def __init__(self) -> None:
+    def __init__(self, *, alone: bool = False) -> None:
+        self.alone = alone  # never in a batch (see Gate.enter_alone)
         self.turn = _Signal()
         self.done = _Signal()
         self.batch: _Batch | None = None
@@ -152,11 +153,33 @@ class Gate:
             return None  # a line of one: it holds the gate and writes alone
         return member
 
+    def enter_alone(self) -> None:
+        """Take the gate for a transaction that is never part of a batch (the application's own:
+        ``Broker.transaction``, which runs for as long as the application's block does): wait until
+        the writes under way and in line before it are done, then hold the gate, alone, until
+        :meth:`leave`.  The writes that come meanwhile wait in line, and batch after it."""
+        with self._lock:
+            if not self._busy:
+                self._busy = True
+                self.stats.alone += 1
+                return
+            member = Member(alone=True)
+            self._line.append(member)
+        try:
+            member.turn.wait()
+        except BaseException:
+            self._give_up(member)
+            raise
+
     def leave(self) -> None:
         """The write in progress is over: the writes in line form the next batch, or the gate is free."""
         free = None
         with self._lock:
-            line, self._line = self._line, []
+            # The line up to the first write that must run alone forms the batch (that one alone,
+            # when it is first); the rest waits for the next turn of the gate.
+            line = self._line
+            cut = next((i for i, waiting in enumerate(line) if waiting.alone), len(line))
+            line, self._line = line[: max(cut, 1)], line[max(cut, 1) :]
             if not line:
                 self._busy = False
                 free, self._when_free = self._when_free, None

@@ -11,7 +11,10 @@ import json
 import os
 import sys
 
-from . import tasks  # noqa: F401 - registers the one-shot roles
+from . import (
+    outbox,  # noqa: F401 - registers the transaction roles (issue 29)
+    tasks,  # noqa: F401 - registers the one-shot roles
+)
 from .hostile import role as _hostile  # noqa: F401 - registers the hostile-mix roles
 from .journal import Journal
 from .roles import ROLES

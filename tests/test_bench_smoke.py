@@ -74,6 +74,28 @@ def test_quick_postgres_workload_writes_its_table(tmp_path: Path) -> None:
     assert not left, "the scratch files and the cluster are removed"
 
 
+@pytest.mark.slow
+def test_quick_outbox_workload_writes_its_table(tmp_path: Path) -> None:
+    """W17 (issue 29): a row and its job in one transaction, two commits, the bare insert, per engine."""
+    out = tmp_path / "results"
+    scratch = Path(tempfile.mkdtemp(prefix="durableq-smoke-"))  # (reachable by the server: see W16's)
+    scratch.chmod(0o711)
+    try:
+        completed = _quick_run("17", out, scratch, timeout=180)
+        left = list(scratch.glob("durableq-bench-*"))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    assert completed.returncode == 0, completed.stderr
+    markdown = (out / "results.md").read_text(encoding="utf-8")
+    assert "## W17:" in markdown
+    for engine in ("sqlite", "postgresql"):
+        for durability in ("full", "normal"):
+            for system in ("bare insert", "two commits", "one transaction", "one transaction (own)"):
+                assert f"| {engine}, durability={durability} | {system} | throughput |" in markdown
+    assert "one transaction / two commits" in markdown
+    assert not left, "the scratch files and the cluster are removed"
+
+
 def _quick_run(workloads: str, out: Path, scratch: Path, timeout: float) -> subprocess.CompletedProcess[str]:
     """``python -m bench --quick --rounds 1 --workloads WORKLOADS`` (the caller's assertion shows stderr)."""
     command = ["-m", "bench", "--quick", "--rounds", "1", "--workloads", workloads]

@@ -29,14 +29,15 @@ class Engines:
     """Fresh places for a queue on either engine: a SQLite file in the scratch folder, or a new
     database of the workload's PostgreSQL cluster (a copy of a template migrated once)."""
 
-    def __init__(self, cfg: Config, cluster: Cluster) -> None:
+    def __init__(self, cfg: Config, cluster: Cluster, key: str = KEY) -> None:
         from tests import pgcluster
 
+        self._key = key  # the workload's: its files' folder, its databases' prefix
         self._cfg = cfg
         self._cluster = cluster
         self._pg = pgcluster
         self._serial = itertools.count()
-        self._template = "w16_template"
+        self._template = f"{key.lower()}_template"
         pgcluster.create_database(cluster, self._template)
         durableq.open(cluster.url(self._template)).close()  # migrate once; copies start at head
 
@@ -44,9 +45,11 @@ class Engines:
         """A new, empty target with the queue created (untimed); returns what durableq.open takes."""
         number = next(self._serial)
         if system == "sqlite":
-            target = str(self._cfg.path(KEY, label_, f"{number}.db"))
+            target = str(self._cfg.path(self._key, label_, f"{number}.db"))
         else:
-            name = self._pg.create_database(self._cluster, f"w16_{number}", template=self._template)
+            name = self._pg.create_database(
+                self._cluster, f"{self._key.lower()}_{number}", template=self._template
+            )
             target = self._cluster.url(name)
         with durableq.open(target, durability=durability) as broker:
             broker.create_queue(QUEUE)

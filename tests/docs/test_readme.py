@@ -99,8 +99,15 @@ def test_the_command_line_session(tmp_path: Path) -> None:
     assert len(bindings) >= 4  # the ids and the receipt handle the session reuses were bound
 
 
-def test_the_postgresql_example(tmp_path: Path, pg_url: str) -> None:
-    [block] = [b for b in BLOCKS if b.lang == "python" and POSTGRES in b.text]
+POSTGRES_PYTHON = [b for b in BLOCKS if b.lang == "python" and POSTGRES in b.text]
+
+
+def test_the_readme_has_its_postgresql_examples() -> None:
+    assert len(POSTGRES_PYTHON) == 2  # the one-line switch, the outbox
+
+
+@pytest.mark.parametrize("block", POSTGRES_PYTHON, ids=[b.label for b in POSTGRES_PYTHON])
+def test_a_postgresql_example(block: Block, tmp_path: Path, pg_url: str) -> None:
     printed = _run_python(block, tmp_path, block.text.replace(POSTGRES, pg_url))
     assert block.output is not None
     compare(block.output.text, printed, Bindings(), what=f"README {block.label}")

@@ -31,3 +31,22 @@ def test_a_store_shared_by_two_databases_never_loses_either_ones_payloads(tmp_pa
             pass  # refusing the shared store is a fine answer too
         (message,) = queue.receive()
         assert message.unreadable is None and message.body == body
+
+
+def test_a_marker_cut_before_its_first_byte_does_not_refuse_the_store(tmp_path: Path) -> None:
+    # A process killed between creating the store's marker and writing the database's identity into
+    # it (the hostile mix did that, on PostgreSQL) left an empty marker, and every later send of a
+    # large payload was refused: "its .durableq-database names ''".  A marker is written whole or not
+    # at all, and an empty one (from a cut of an earlier version) names no database.
+    from durableq.ops.payload_owner import MARKER
+
+    store = tmp_path / "payloads"
+    store.mkdir(mode=0o700)
+    (store / MARKER).touch(mode=0o600)
+    with durableq.open(tmp_path / "jobs.db", durability="normal", payload_dir=store) as broker:
+        queue = broker.create_queue("jobs", large_payloads=True, maximum_message_size=1024)
+        queue.send("x" * 5_000)
+        (message,) = queue.receive()
+        assert message.body == "x" * 5_000
+    assert (store / MARKER).read_text().strip() != ""
+    assert [p.name for p in store.iterdir() if p.name.startswith(MARKER)] == [MARKER]  # no stray copy

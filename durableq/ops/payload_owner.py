@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 from collections.abc import Callable
 from pathlib import Path
 
@@ -49,30 +50,41 @@ class Owner:
 
 
 def _read(root: int) -> str | None:
+    """What the marker names; None when there is none, or it names nothing (an empty marker: a
+    process cut between creating and writing it, before markers were written whole)."""
     try:
         fd = os.open(MARKER, _READ, dir_fd=root)
     except FileNotFoundError:
         return None
     try:
-        return os.read(fd, 256).decode("ascii", "replace").strip()
+        return os.read(fd, 256).decode("ascii", "replace").strip() or None
     finally:
         os.close(fd)
 
 
 def _mark(root: int, identity: str) -> str:
-    """Write the marker; if another process wrote one first, what it says."""
+    """Write the marker whole, or not at all: the identity goes into a file of this process's own,
+    which becomes the marker by ``link`` (atomic, and refused when a marker exists) or, over an
+    empty one, by ``rename``.  Another process never reads a marker half written, and a process
+    killed half-way leaves no marker (at worst its own copy, which no sweep takes: not a payload's
+    name).  Returns what the marker names: ``identity``, or what another process wrote first."""
+    draft = f"{MARKER}.{os.getpid()}.{secrets.token_hex(4)}"
+    fd = os.open(draft, _CREATE, 0o600, dir_fd=root)
     try:
-        fd = os.open(MARKER, _CREATE, 0o600, dir_fd=root)
-    except FileExistsError:
-        return _read(root) or ""
-    try:
-        os.write(fd, f"{identity}\n".encode())
-        os.fsync(fd)
-    except OSError:
-        os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(MARKER, dir_fd=root)  # half written: the next use writes it again
-        raise
-    os.close(fd)
+        try:
+            os.write(fd, f"{identity}\n".encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(draft, MARKER, src_dir_fd=root, dst_dir_fd=root, follow_symlinks=False)
+        except FileExistsError:
+            named = _read(root)
+            if named is not None:
+                return named
+            os.rename(draft, MARKER, src_dir_fd=root, dst_dir_fd=root)  # over an empty marker
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(draft, dir_fd=root)
     os.fsync(root)
     return identity

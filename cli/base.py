@@ -21,6 +21,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: The code of an error that is a bug in durableq (SQS's name for a server-side failure).
 INTERNAL_FAILURE = "InternalFailure"
+#: The code of a command stopped by Ctrl-C; its exit status is the shell's for SIGINT (128 + 2).
+INTERRUPTED = "Interrupted"
+INTERRUPTED_STATUS = 130
 
 
 class CommandFailed(click.ClickException):
@@ -41,11 +44,23 @@ class CommandFailed(click.ClickException):
         click.echo(f"error: {self.code}: {printable(self.format_message())}", err=True)
 
 
+class Interrupted(CommandFailed):
+    """Ctrl-C (SIGINT) during a command: one line and exit status 130, as a shell expects of an
+    interrupted program (click's own answer, ``Aborted!`` and status 1, reads as a refusal)."""
+
+    exit_code = INTERRUPTED_STATUS
+
+    def __init__(self) -> None:
+        super().__init__(INTERRUPTED, "stopped by Ctrl-C (SIGINT)")
+
+
 class DurableQGroup(click.Group):
     """The root group; its ``invoke`` runs every subcommand, so errors are handled here once.
 
     Usage errors stay click's (exit status 2); a durableq error becomes
-    ``error: CODE: message`` (exit status 1); nothing prints a traceback.
+    ``error: CODE: message`` (exit status 1); Ctrl-C, ``error: Interrupted: ...`` (exit status 130);
+    nothing prints a traceback.  (The subcommand's context, and so the broker it opened, closes
+    inside ``invoke``: a Ctrl-C while it closes is caught here too.)
     """
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -53,6 +68,8 @@ class DurableQGroup(click.Group):
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except KeyboardInterrupt as exc:
+            raise Interrupted() from exc
         except durableq.DurableQError as exc:
             raise CommandFailed(exc.code, cli_words(exc)) from exc
         except UnicodeDecodeError as exc:  # a file or stdin given to a command

@@ -17,6 +17,8 @@ import durableq
 from durableq.engines.urls import postgres_url
 from durableq.text import printable
 
+from . import placement
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: The code of an error that is a bug in durableq (SQS's name for a server-side failure).
@@ -63,9 +65,28 @@ class DurableQGroup(click.Group):
     inside ``invoke``: a Ctrl-C while it closes is caught here too.)
     """
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # The whole command line, for the hint of a misplaced option (click's parser consumes ``args``).
+        given = ctx.meta[_ARGS] = tuple(args)
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            hint = placement.command_option_before(ctx, given, exc.option_name)
+            if hint is None:
+                raise
+            raise hint from exc
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.NoSuchOption as exc:  # a command's, or a group's below the root (`queue --json list`)
+            given, name = ctx.meta[_ARGS], exc.option_name
+            hint = placement.global_option_after(ctx, given, name) or placement.command_option_before(
+                ctx, given, name
+            )
+            if hint is None:
+                raise
+            raise hint from exc
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except KeyboardInterrupt as exc:
@@ -189,6 +210,7 @@ def open_broker(*, create: bool = False) -> durableq.Broker:
 
 
 _BROKER = "durableq.broker"
+_ARGS = "durableq.args"
 
 
 def management(action: str, queue: str | None = None) -> Callable[[F], F]:

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import click
 
 import durableq
+from durableq.engines.location import require_file
 from durableq.engines.urls import postgres_url
 from durableq.text import printable
 
@@ -185,26 +186,29 @@ def _exists(location: str) -> bool:
 
 
 def existing_db_location() -> str:
-    """The database, which must exist if it is a file: only a few commands may create one."""
+    """The database, which must exist if it is a file (for the commands that do not open a broker:
+    ``db``, ``analyze``, ``export``); the library's rule, as ``open_broker`` has it."""
     location = db_location()
-    if not _exists(location):
-        raise CommandFailed(
-            durableq.DatabaseError.code,
-            f"no durableq database at {location}; run `durableq init` or pass --db",
-        )
+    require_file(location)
     return location
 
 
 def open_broker(*, create: bool = False) -> durableq.Broker:
-    """Open the database, once per command (closed when the command ends); ``create`` allows a new file."""
+    """Open the database, once per command (closed when the command ends).
+
+    Only ``create`` makes or migrates a database (`init`, `queue create`, `send`, `serve`); any
+    other command refuses a missing or empty one, or one at an older schema revision, and leaves
+    it as it was (``durableq.open``'s ``create=False``).
+    """
     ctx = click.get_current_context()
     opened = ctx.meta.get(_BROKER)
     if isinstance(opened, durableq.Broker):
         return opened
-    path = db_location() if create else existing_db_location()
     given = settings()
     # The library never reads the environment: the keyring and the payload store come from here.
-    broker = ctx.with_resource(durableq.open(path, keyring=given.keyring, payload_dir=given.payload_dir))
+    broker = ctx.with_resource(
+        durableq.open(db_location(), keyring=given.keyring, payload_dir=given.payload_dir, create=create)
+    )
     ctx.meta[_BROKER] = broker
     return broker
 
@@ -213,13 +217,14 @@ _BROKER = "durableq.broker"
 _ARGS = "durableq.args"
 
 
-def management(action: str, queue: str | None = None) -> Callable[[F], F]:
+def management(action: str, queue: str | None = None, *, create: bool = False) -> Callable[[F], F]:
     """Declare a command that makes the management call ``action`` on the queue its parameter
     ``queue`` names (README, "Audit trail").
 
     The command looks the queue up and reads its options before the library's call; a refusal
     there (no such queue) is recorded in the audit trail as the call's, as the library records
-    its own (``Broker.management_call``).  Put it right above the function, under ``@speaks``.
+    its own (``Broker.management_call``).  Put it right above the function, under ``@speaks``;
+    ``create``: the command may create or migrate the database (``open_broker``).
     """
 
     def decorate(callback: F) -> F:
@@ -228,7 +233,7 @@ def management(action: str, queue: str | None = None) -> Callable[[F], F]:
             if not _exists(db_location()):  # no file to record in: the command says so, or creates it
                 return callback(*args, **kwargs)
             name = kwargs.get(queue) if queue is not None else None
-            with open_broker().management_call(action, name):
+            with open_broker(create=create).management_call(action, name):
                 return callback(*args, **kwargs)
 
         return run  # type: ignore[return-value]

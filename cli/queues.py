@@ -91,7 +91,7 @@ CREATE_WORDS = {
 @click.option("--tag", "tags", multiple=True, type=KEY_VALUE, help="A tag KEY=VALUE. Repeatable.")
 @json_option
 @speaks(**CREATE_WORDS)
-@management("CreateQueue", "name")
+@management("CreateQueue", "name", create=True)
 def create(name: str, tags: tuple[tuple[str, str], ...], as_json: bool, **options: Any) -> None:
     """Create a queue (the database file too, if there is none yet).
 

@@ -16,9 +16,10 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import DatabaseError, InvalidParameterValue, SchemaVersionTooNew
+from ..errors import DatabaseError, InvalidParameterValue, NotADurableQDatabase, SchemaVersionTooNew
 from .base import Database
 from .fileformat import SCHEMA_REVISION
+from .location import HOW_TO_CREATE
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -119,6 +120,24 @@ def downgrade(db: Database, target: str) -> str | None:
         current(db)  # refuses files that are not ours before alembic touches them
         command.downgrade(alembic_config(db), target)
     return current(db)
+
+
+def require_schema(db: Database) -> None:
+    """Refuse, writing nothing, a database that is not a durableq database at this version's schema:
+    an empty one (NotADurableQDatabase), one of another application or too new (as
+    :func:`ensure_schema`), one at an older revision (DatabaseError: ``durableq db upgrade``
+    migrates it).  The rule of an open that may not create or migrate."""
+    revision = db.revision()
+    if revision == SCHEMA_REVISION:
+        return
+    if revision is None:
+        empty = "an empty file" if db.path is not None else "a database without durableq's tables"
+        raise NotADurableQDatabase(f"{db.name} is {empty}, not a durableq database: {HOW_TO_CREATE}")
+    _check_known(db, revision)
+    raise DatabaseError(
+        f"{db.name} is at schema revision {revision!r}, older than this durableq's {SCHEMA_REVISION!r}: "
+        "migrate it with durableq db upgrade"
+    )
 
 
 def ensure_schema(db: Database) -> None:

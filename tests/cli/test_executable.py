@@ -47,7 +47,7 @@ def test_errors_and_usage_through_the_executable(db: Path) -> None:
     assert missing.returncode == 1
     assert (
         missing.stderr
-        == f"error: DatabaseError: no durableq database at {db}; run `durableq init` or pass --db\n"
+        == f"error: NotADurableQDatabase: no durableq database at {db}: create one with durableq init\n"
     )
     _durableq(db, "init")
     refused = _durableq(db, "receive", "nope")

@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
 
-.PHONY: demo test check setup setup-test system-deps clean
+.PHONY: demo test check setup setup-test system-deps clean lock
 
 # durableq itself: enough for the demo (and the benchmark and stress runs, which add their own).
 $(BIN)/.installed: pyproject.toml
@@ -16,9 +16,11 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e .
 	touch $@
 
-# Plus the test extra: pytest, Hypothesis, pyspark, boto3, the AWS CLI.
-$(BIN)/.installed-test: $(BIN)/.installed
-	$(BIN)/pip install --quiet -e '.[test]'
+# Plus the test extra: pytest, Hypothesis, pyspark, boto3, the AWS CLI; at the versions of
+# constraints/dev.txt, so that lint, types and tests give the same answer on every machine.
+LOCK = constraints/dev.txt
+$(BIN)/.installed-test: $(BIN)/.installed $(LOCK)
+	$(BIN)/pip install --quiet -e '.[test]' -c $(LOCK)
 	touch $@
 
 setup: $(BIN)/.installed
@@ -47,6 +49,19 @@ test: setup-test system-deps check
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+
+# Refresh constraints/dev.txt: the newest versions pyproject.toml allows, installed in a fresh
+# virtual environment and frozen (review the diff, run `make test`, commit it).
+LOCK_VENV = .lock-venv
+lock:
+	rm -rf $(LOCK_VENV)
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/pip install --quiet --upgrade pip
+	$(LOCK_VENV)/bin/pip install --quiet -e '.[test]'
+	{ sed -n '/^#/p' $(LOCK) | sed 's/on Python [0-9.]*,/on '"$$($(LOCK_VENV)/bin/python --version)"',/'; \
+	  $(LOCK_VENV)/bin/pip freeze --exclude-editable; } > $(LOCK).new
+	mv $(LOCK).new $(LOCK)
+	rm -rf $(LOCK_VENV)
 
 # The benchmark harness of issue 8: every workload, results in bench/results/ (about 10-20 minutes).
 .PHONY: bench

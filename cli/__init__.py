@@ -72,7 +72,8 @@ def main(ctx: click.Context, db_file: str, keyring: Path | None, payload_dir: Pa
     """Operate and inspect durableq queues from the shell.
 
     Every command that prints has --json for scripts. Exit status: 0 done,
-    1 refused (one `error: CODE: message` line on stderr), 2 bad usage.
+    1 refused (one `error: CODE: message` line on stderr), 2 bad usage,
+    130 stopped by Ctrl-C.
 
     \b
       durableq init

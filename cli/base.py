@@ -14,13 +14,19 @@ from typing import Any, TypeVar
 import click
 
 import durableq
+from durableq.engines.location import require_file
 from durableq.engines.urls import postgres_url
 from durableq.text import printable
+
+from . import placement
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: The code of an error that is a bug in durableq (SQS's name for a server-side failure).
 INTERNAL_FAILURE = "InternalFailure"
+#: The code of a command stopped by Ctrl-C; its exit status is the shell's for SIGINT (128 + 2).
+INTERRUPTED = "Interrupted"
+INTERRUPTED_STATUS = 130
 
 
 class CommandFailed(click.ClickException):
@@ -41,18 +47,51 @@ class CommandFailed(click.ClickException):
         click.echo(f"error: {self.code}: {printable(self.format_message())}", err=True)
 
 
+class Interrupted(CommandFailed):
+    """Ctrl-C (SIGINT) during a command: one line and exit status 130, as a shell expects of an
+    interrupted program (click's own answer, ``Aborted!`` and status 1, reads as a refusal)."""
+
+    exit_code = INTERRUPTED_STATUS
+
+    def __init__(self) -> None:
+        super().__init__(INTERRUPTED, "stopped by Ctrl-C (SIGINT)")
+
+
 class DurableQGroup(click.Group):
     """The root group; its ``invoke`` runs every subcommand, so errors are handled here once.
 
     Usage errors stay click's (exit status 2); a durableq error becomes
-    ``error: CODE: message`` (exit status 1); nothing prints a traceback.
+    ``error: CODE: message`` (exit status 1); Ctrl-C, ``error: Interrupted: ...`` (exit status 130);
+    nothing prints a traceback.  (The subcommand's context, and so the broker it opened, closes
+    inside ``invoke``: a Ctrl-C while it closes is caught here too.)
     """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # The whole command line, for the hint of a misplaced option (click's parser consumes ``args``).
+        given = ctx.meta[_ARGS] = tuple(args)
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            hint = placement.command_option_before(ctx, given, exc.option_name)
+            if hint is None:
+                raise
+            raise hint from exc
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.NoSuchOption as exc:  # a command's, or a group's below the root (`queue --json list`)
+            given, name = ctx.meta[_ARGS], exc.option_name
+            hint = placement.global_option_after(ctx, given, name) or placement.command_option_before(
+                ctx, given, name
+            )
+            if hint is None:
+                raise
+            raise hint from exc
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except KeyboardInterrupt as exc:
+            raise Interrupted() from exc
         except durableq.DurableQError as exc:
             raise CommandFailed(exc.code, cli_words(exc)) from exc
         except UnicodeDecodeError as exc:  # a file or stdin given to a command
@@ -147,40 +186,45 @@ def _exists(location: str) -> bool:
 
 
 def existing_db_location() -> str:
-    """The database, which must exist if it is a file: only a few commands may create one."""
+    """The database, which must exist if it is a file (for the commands that do not open a broker:
+    ``db``, ``analyze``, ``export``); the library's rule, as ``open_broker`` has it."""
     location = db_location()
-    if not _exists(location):
-        raise CommandFailed(
-            durableq.DatabaseError.code,
-            f"no durableq database at {location}; run `durableq init` or pass --db",
-        )
+    require_file(location)
     return location
 
 
 def open_broker(*, create: bool = False) -> durableq.Broker:
-    """Open the database, once per command (closed when the command ends); ``create`` allows a new file."""
+    """Open the database, once per command (closed when the command ends).
+
+    Only ``create`` makes or migrates a database (`init`, `queue create`, `send`, `serve`); any
+    other command refuses a missing or empty one, or one at an older schema revision, and leaves
+    it as it was (``durableq.open``'s ``create=False``).
+    """
     ctx = click.get_current_context()
     opened = ctx.meta.get(_BROKER)
     if isinstance(opened, durableq.Broker):
         return opened
-    path = db_location() if create else existing_db_location()
     given = settings()
     # The library never reads the environment: the keyring and the payload store come from here.
-    broker = ctx.with_resource(durableq.open(path, keyring=given.keyring, payload_dir=given.payload_dir))
+    broker = ctx.with_resource(
+        durableq.open(db_location(), keyring=given.keyring, payload_dir=given.payload_dir, create=create)
+    )
     ctx.meta[_BROKER] = broker
     return broker
 
 
 _BROKER = "durableq.broker"
+_ARGS = "durableq.args"
 
 
-def management(action: str, queue: str | None = None) -> Callable[[F], F]:
+def management(action: str, queue: str | None = None, *, create: bool = False) -> Callable[[F], F]:
     """Declare a command that makes the management call ``action`` on the queue its parameter
     ``queue`` names (README, "Audit trail").
 
     The command looks the queue up and reads its options before the library's call; a refusal
     there (no such queue) is recorded in the audit trail as the call's, as the library records
-    its own (``Broker.management_call``).  Put it right above the function, under ``@speaks``.
+    its own (``Broker.management_call``).  Put it right above the function, under ``@speaks``;
+    ``create``: the command may create or migrate the database (``open_broker``).
     """
 
     def decorate(callback: F) -> F:
@@ -189,7 +233,7 @@ def management(action: str, queue: str | None = None) -> Callable[[F], F]:
             if not _exists(db_location()):  # no file to record in: the command says so, or creates it
                 return callback(*args, **kwargs)
             name = kwargs.get(queue) if queue is not None else None
-            with open_broker().management_call(action, name):
+            with open_broker(create=create).management_call(action, name):
                 return callback(*args, **kwargs)
 
         return run  # type: ignore[return-value]

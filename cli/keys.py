@@ -65,11 +65,9 @@ def list_keys(as_json: bool) -> None:
 
 
 def _keys_text(found: list[durableq.KeyInfo]) -> str:
-    headers = ("alias", "key id", "version", "versions", "created")
-    return table(
-        headers,
-        [(f"alias/{k.alias}", k.key_id, k.current_version, k.versions, k.created_at) for k in found],
-    )
+    # The columns are the keys of --json, and the alias is spelled as there (`alias/` left out).
+    headers = ("alias", "key_id", "current_version", "versions", "created_at")
+    return table(headers, [(k.alias, k.key_id, k.current_version, k.versions, k.created_at) for k in found])
 
 
 @keys.command()

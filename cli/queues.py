@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -14,7 +15,7 @@ from durableq.keyring import normalize_alias
 from durableq.queue_settings import SETTINGS, Setting
 from durableq.types import MESSAGE_STATES
 
-from .base import management, open_broker, open_queue, speaks
+from .base import CommandFailed, management, open_broker, open_queue, speaks
 from .output import duration, emit, fields, json_option, table
 from .parsing import (
     KEY_VALUE,
@@ -91,7 +92,7 @@ CREATE_WORDS = {
 @click.option("--tag", "tags", multiple=True, type=KEY_VALUE, help="A tag KEY=VALUE. Repeatable.")
 @json_option
 @speaks(**CREATE_WORDS)
-@management("CreateQueue", "name")
+@management("CreateQueue", "name", create=True)
 def create(name: str, tags: tuple[tuple[str, str], ...], as_json: bool, **options: Any) -> None:
     """Create a queue (the database file too, if there is none yet).
 
@@ -261,12 +262,37 @@ def set_settings(name: str, settings: tuple[tuple[str, Any], ...], as_json: bool
 
 @queue.command("delete")
 @click.argument("name")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask, even on a terminal.")
 @json_option
 @management("DeleteQueue", "name")
-def delete_queue(name: str, as_json: bool) -> None:
-    """Delete a queue and all its messages (the name can be used again at once)."""
+def delete_queue(name: str, yes: bool, as_json: bool) -> None:
+    """Delete a queue and all its messages (the name can be used again at once); says how many.
+
+    On a terminal, a queue that holds messages is deleted only once you say so
+    (--yes: without asking). A script (stdin not a terminal) is not asked: the
+    queue is deleted, as SQS's DeleteQueue does, and the count printed.
+    """
+    held = _held(open_queue(name).stats())
+    if held and not yes and sys.stdin.isatty():
+        if not click.confirm(f"Delete queue {name} and its {_messages(held)}?", err=True):
+            raise CommandFailed(CANCELLED, f"queue {name} was not deleted (it holds {_messages(held)})")
+    # Counted just before: messages sent in between go with the queue too.
     open_broker().delete_queue(name)
-    emit(as_json, {"deleted": name}, f"deleted queue {name}")
+    said = f"and its {_messages(held)}" if held else "(it held no messages)"
+    emit(as_json, {"deleted": name, "messages": held}, f"deleted queue {name} {said}")
+
+
+#: The code of a `queue delete` its user declined.
+CANCELLED = "Cancelled"
+
+
+def _held(stats: durableq.QueueStats) -> int:
+    """Every message of the queue, whatever its state."""
+    return sum(getattr(stats, state.count) for state in MESSAGE_STATES)
+
+
+def _messages(count: int) -> str:
+    return f"{count:,} message" + ("" if count == 1 else "s")
 
 
 @queue.command()

@@ -11,7 +11,7 @@ from durableq.rpc import Requester
 from durableq.types import AttributeInput
 
 from .base import open_broker
-from .output import emit, json_option
+from .output import emit, json_option, message_json
 from .parsing import ATTRIBUTE, check_range
 
 
@@ -54,7 +54,8 @@ def call(
     text = sys.stdin.read() if body is None else body
     with Requester(open_broker(), queue) as requester:
         reply = requester.call(text, attributes=dict(attrs) or None, timeout=timeout)
-    emit(as_json, reply, reply.body)
+    # The reply is a received message: --json prints it as `receive --json` does.
+    emit(as_json, message_json(reply), reply.body)
 
 
 COMMANDS = [call]

@@ -15,8 +15,8 @@ from typing import Any
 from . import limits, queue_settings, validation
 from . import transaction as transactions
 from .engines.base import Database
-from .engines.location import file_of, open_database
-from .engines.migrate import ensure_schema
+from .engines.location import file_of, open_database, require_file
+from .engines.migrate import ensure_schema, require_schema
 from .errors import DurableQError, InvalidParameterValue
 from .keyring import Keyring
 from .limits import DEFAULT, _Default
@@ -40,6 +40,7 @@ def open(
     busy_timeout: float = limits.DEFAULT_BUSY_TIMEOUT,
     payload_dir: str | os.PathLike[str] | None = None,
     keyring: str | os.PathLike[str] | Keyring | None = None,
+    create: bool = True,
 ) -> Broker:
     """Open (creating and migrating if needed) the durableq database at ``path``: a SQLite file, or a
     PostgreSQL database named by a ``postgresql://user:password@host:port/dbname`` URL (the
@@ -62,6 +63,11 @@ def open(
     nor received from (``KmsAccessDenied``), though stats, peek metadata and
     moves between queues of the same key still work.
     The broker keeps all of this as :attr:`Broker.options`.
+    ``create=False`` opens only a durableq database at this version's schema and writes nothing
+    before that: a missing or empty file, or a PostgreSQL database without durableq's tables, is
+    ``NotADurableQDatabase``; one at an older schema revision is ``DatabaseError`` (migrate it with
+    ``durableq db upgrade``, or open it with ``create=True``).  For tools that only read or use a
+    database, as the CLI's commands other than ``init``, ``queue create``, ``send`` and ``serve``.
     """
     return reopen(
         OpenOptions(
@@ -71,14 +77,15 @@ def open(
             keyring=keyring,
             payload_dir=payload_dir,
             clock=clock,
-        )
+        ),
+        create=create,
     )
 
 
-def reopen(options: OpenOptions) -> Broker:
+def reopen(options: OpenOptions, *, create: bool = True) -> Broker:
     """Open a broker as ``options`` say: another broker's :attr:`Broker.options` open the same
     database with the same durability, busy timeout, keyring, payload store and clock (a worker
-    process opens its database so)."""
+    process opens its database so).  ``create``: as :func:`open`'s."""
     if not isinstance(options, OpenOptions):
         raise InvalidParameterValue(
             f"options must be a durableq.OpenOptions (a broker's .options); got {type(options).__name__}"
@@ -88,9 +95,14 @@ def reopen(options: OpenOptions) -> Broker:
     payloads = payload_folder.location(options.payload_dir, file_of(location))
     if options.keyring is not None:
         options.keyring.check()  # one that does not exist (or is unusable) is an error here, never made later
-    db = open_database(location, options.durability, options.busy_timeout)
+    if not create:
+        require_file(location)
+    db = open_database(location, options.durability, options.busy_timeout, create=create)
     try:
-        ensure_schema(db)
+        if create:
+            ensure_schema(db)
+        else:
+            require_schema(db)
     except BaseException:
         db.close()
         raise

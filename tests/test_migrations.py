@@ -152,3 +152,31 @@ def test_queue_ids_are_never_reused(broker: durableq.Broker, target: str) -> Non
     broker.create_queue("second")
     [(second,)] = sql_rows(target, "SELECT id FROM queues WHERE name = ?", "second")
     assert second > first
+
+
+_OPEN_WITH_LOGGING = """
+import logging, sys
+logging.basicConfig(level=logging.INFO)
+if sys.argv[2] == "asked":
+    logging.getLogger("alembic").setLevel(logging.INFO)
+import durableq
+durableq.open(sys.argv[1]).close()
+"""
+
+
+def test_alembic_is_quiet_unless_its_logger_is_asked(tmp_path: Path) -> None:
+    """An application's ``basicConfig(level=INFO)`` shows no alembic set-up chatter when a file is
+    created; setting alembic's own logger's level still shows it."""
+
+    def lines(case: str) -> list[str]:
+        ran = subprocess.run(
+            [sys.executable, "-c", _OPEN_WITH_LOGGING, str(tmp_path / f"{case}.db"), case],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        return [line for line in ran.stderr.splitlines() if "alembic" in line]
+
+    assert lines("quiet") == []
+    assert any("Running upgrade" in line for line in lines("asked"))

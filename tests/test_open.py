@@ -185,3 +185,26 @@ def test_an_unknown_revision_is_a_clear_error(db_path: Path) -> None:
             migrate.upgrade(db, "nope")
     finally:
         db.close()
+
+
+def test_create_false_opens_only_a_current_database_and_writes_nothing(db_path: Path) -> None:
+    with pytest.raises(durableq.NotADurableQDatabase, match=r"^no durableq database at .*durableq init$"):
+        durableq.open(db_path, create=False)
+    assert not db_path.exists()
+    db_path.touch()
+    with pytest.raises(durableq.NotADurableQDatabase, match=r"is an empty file, not a durableq database"):
+        durableq.open(db_path, create=False)
+    assert db_path.stat().st_size == 0 and sorted(db_path.parent.iterdir()) == [db_path]
+    durableq.open(db_path).close()
+    db = Database(db_path, durability="normal", busy_timeout=5)
+    try:
+        migrate.downgrade(db, "0007")
+    finally:
+        db.close()
+    before = _digest(db_path)
+    with pytest.raises(durableq.DatabaseError, match=r"schema revision '0007', older .*durableq db upgrade$"):
+        durableq.open(db_path, create=False)
+    assert _digest(db_path) == before
+    durableq.open(db_path).close()  # the default migrates it
+    with durableq.open(db_path, create=False) as broker:
+        assert broker.list_queues() == []

@@ -48,6 +48,11 @@ def prepare_file(path: Path, file_mode: int) -> None:
     else:
         os.close(fd)  # a file nobody can have open yet
         return
+    check_existing(path)
+
+
+def check_existing(path: Path) -> None:
+    """Check, by ``stat`` alone, that the existing ``path`` may be an SQLite file (:func:`prepare_file`)."""
     if path.is_dir():
         raise DatabaseError(f"{path} is a directory; give the path of a database file")
     size = path.stat().st_size

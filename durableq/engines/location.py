@@ -9,8 +9,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from .. import limits
-from ..errors import UnsupportedOperation
-from .files import prepare_file
+from ..errors import NotADurableQDatabase, UnsupportedOperation
+from .files import check_existing, prepare_file
 from .urls import postgres_url, redacted
 
 if TYPE_CHECKING:
@@ -41,6 +41,23 @@ def file_of(location: str | os.PathLike[str]) -> Path | None:
     if isinstance(location, str) and postgres_url(location):
         return None
     return Path(location)
+
+
+#: How a database that is not there yet is made (the commands that may create one say so too).
+HOW_TO_CREATE = "create one with durableq init"
+
+
+def require_file(location: str | os.PathLike[str]) -> None:
+    """Refuse a SQLite path with no file (NotADurableQDatabase), making none: the rule of an open
+    that may not create the database.  A PostgreSQL database exists before durableq sees it (its
+    server's administrator creates it); whether it holds durableq's tables is
+    :func:`.migrate.require_schema`'s question."""
+    file = file_of(location)
+    if file is None:
+        return
+    if not file.exists():
+        raise NotADurableQDatabase(f"no durableq database at {file}: {HOW_TO_CREATE}")
+    check_existing(file)  # a folder, a file too short to be SQLite
 
 
 def open_database(

@@ -9,6 +9,7 @@ stays fast.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -16,15 +17,32 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import DatabaseError, InvalidParameterValue, SchemaVersionTooNew
+from ..errors import DatabaseError, InvalidParameterValue, NotADurableQDatabase, SchemaVersionTooNew
 from .base import Database
 from .fileformat import SCHEMA_REVISION
+from .location import HOW_TO_CREATE
 
 if TYPE_CHECKING:
     from alembic.config import Config
 
 # The package maps the repository's top-level migrations/ folder to durableq.migrations.
 MIGRATIONS_DIR = Path(str(resources.files("durableq.migrations")))
+
+
+@contextmanager
+def _alembic_quiet() -> Iterator[None]:
+    """alembic's INFO lines (its plugins set up on import, "Context impl", "Running upgrade") are
+    not the application's business: an application's ``logging.basicConfig(level=INFO)`` would
+    print a dozen before its first job.  They show when alembic's own logger is given a level."""
+    alembic = logging.getLogger("alembic")
+    if alembic.level != logging.NOTSET:  # someone asked for alembic's lines (or silenced them)
+        yield
+        return
+    alembic.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        alembic.setLevel(logging.NOTSET)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,9 +72,10 @@ def current(db: Database) -> str | None:
 
 def history(db: Database) -> list[Revision]:
     """Every revision this durableq knows, newest first."""
-    from alembic.script import ScriptDirectory
+    with _alembic_quiet():
+        from alembic.script import ScriptDirectory
 
-    scripts = ScriptDirectory.from_config(alembic_config(db))
+        scripts = ScriptDirectory.from_config(alembic_config(db))
     heads = set(scripts.get_heads())
     return [
         Revision(
@@ -102,9 +121,10 @@ def _translated(db: Database) -> Iterator[None]:
 
 def upgrade(db: Database, target: str = "head") -> str | None:
     """Migrate the file to ``target`` under the file lock; returns the new revision."""
-    from alembic import command
+    with _alembic_quiet():
+        from alembic import command
 
-    with db.migration_lock(), _translated(db):
+    with db.migration_lock(), _translated(db), _alembic_quiet():
         _check_known(db, db.revision())
         db.prepare_migration()
         command.upgrade(alembic_config(db), target)
@@ -113,12 +133,31 @@ def upgrade(db: Database, target: str = "head") -> str | None:
 
 def downgrade(db: Database, target: str) -> str | None:
     """Migrate down to ``target`` (``"base"`` removes every table)."""
-    from alembic import command
+    with _alembic_quiet():
+        from alembic import command
 
-    with db.migration_lock(), _translated(db):
+    with db.migration_lock(), _translated(db), _alembic_quiet():
         current(db)  # refuses files that are not ours before alembic touches them
         command.downgrade(alembic_config(db), target)
     return current(db)
+
+
+def require_schema(db: Database) -> None:
+    """Refuse, writing nothing, a database that is not a durableq database at this version's schema:
+    an empty one (NotADurableQDatabase), one of another application or too new (as
+    :func:`ensure_schema`), one at an older revision (DatabaseError: ``durableq db upgrade``
+    migrates it).  The rule of an open that may not create or migrate."""
+    revision = db.revision()
+    if revision == SCHEMA_REVISION:
+        return
+    if revision is None:
+        empty = "an empty file" if db.path is not None else "a database without durableq's tables"
+        raise NotADurableQDatabase(f"{db.name} is {empty}, not a durableq database: {HOW_TO_CREATE}")
+    _check_known(db, revision)
+    raise DatabaseError(
+        f"{db.name} is at schema revision {revision!r}, older than this durableq's {SCHEMA_REVISION!r}: "
+        "migrate it with durableq db upgrade"
+    )
 
 
 def ensure_schema(db: Database) -> None:

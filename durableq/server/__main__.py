@@ -1,55 +1,49 @@
-"""``python -m durableq.server --db PATH [options]``: the endpoint without the CLI (what its tests start)."""
+"""``python -m durableq.server --db PATH [options]``: the endpoint without the CLI (what its tests start).
+
+It takes the options of ``durableq serve`` (``options.py`` declares them for both), and the database,
+keyring and payload folder that the CLI takes before its commands.
+"""
 
 from __future__ import annotations
 
-import argparse
+import sys
+from pathlib import Path
+
+import click
 
 from durableq.errors import DurableQError
 from durableq.text import printable
 
-from . import DEFAULT_ACCOUNT_ID, DEFAULT_HOST, DEFAULT_PORT, DEFAULT_REGION, LOOPS, logs, run
+from . import logs, run
+from .options import EndpointOptions, endpoint_options
+
+PROG = "python -m durableq.server"
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m durableq.server", description=__doc__)
-    parser.add_argument("--db", required=True, help="the durableq database file")
-    parser.add_argument("--host", default=DEFAULT_HOST)
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="0 picks a free port (printed)")
-    parser.add_argument("--region", default=DEFAULT_REGION)
-    parser.add_argument("--account-id", default=DEFAULT_ACCOUNT_ID)
-    parser.add_argument("--credentials", help="file of `ACCESS_KEY_ID SECRET` lines: require SigV4")
-    parser.add_argument("--durability", choices=("full", "normal"), default="full")
-    parser.add_argument("--tls-cert", help="PEM certificate file: serve HTTPS (with --tls-key)")
-    parser.add_argument("--tls-key", help="PEM private key file of --tls-cert")
-    parser.add_argument(
-        "--allow-host", action="append", default=[], help="another name the Host header may carry ('*': any)"
-    )
-    parser.add_argument("--keyring", help="keyring file with the master keys of encrypted queues")
-    parser.add_argument("--payload-dir", help="payload store of large payloads (default: DB.payloads)")
-    parser.add_argument("--loop", choices=LOOPS, default="auto")
-    parser.add_argument("--log-level", default="WARNING")
-    parser.add_argument("--log-format", choices=logs.LOG_FORMATS, default="text")
-    args = parser.parse_args(argv)
-    logs.configure(args.log_level, args.log_format)
+@click.command(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option(
+    "--db", required=True, metavar="FILE|URL", help="The durableq database: a SQLite file or a URL."
+)
+@click.option(
+    "--keyring",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The keyring file with the master keys of encrypted queues.",
+)
+@click.option(
+    "--payload-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The payload store of large payloads (default: DB.payloads beside a SQLite file).",
+)
+@endpoint_options(log_level="warning")
+def main(db: str, keyring: Path | None, payload_dir: Path | None, endpoint: EndpointOptions) -> None:
+    """Serve the durableq database DB as an SQS endpoint until SIGINT or SIGTERM."""
+    logs.configure(endpoint.log_level, endpoint.log_format)
     try:
-        run(
-            args.db,
-            host=args.host,
-            port=args.port,
-            region=args.region,
-            account_id=args.account_id,
-            credentials=args.credentials,
-            durability=args.durability,
-            tls_cert=args.tls_cert,
-            tls_key=args.tls_key,
-            allow_hosts=args.allow_host,
-            loop=args.loop,
-            keyring=args.keyring,
-            payload_dir=args.payload_dir,
-        )
+        run(db, keyring=keyring, payload_dir=payload_dir, **endpoint.serving())
     except (ValueError, OSError, DurableQError) as exc:  # refused at start (credentials, port, file)
-        parser.exit(1, f"{parser.prog}: error: {printable(exc)}\n")
+        click.echo(f"{PROG}: error: {printable(exc)}", err=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":
-    main()
+    main(prog_name=PROG)

@@ -21,7 +21,7 @@ from . import errors, guard
 from .dispatch import Dispatcher, Exchange, PendingReceive, error, protocol_of
 from .metrics import Metrics
 from .pool import BoundedPool, PoolBusy
-from .settings import Bounds
+from .settings import HEALTH_PATH, METRICS_PATH, Bounds
 from .wire import Headers, Request, Response
 
 access_log = logging.getLogger("durableq.server.access")
@@ -30,9 +30,6 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
-
-HEALTH_PATH = "/health"
-METRICS_PATH = "/metrics"
 
 
 class ClientGone(Exception):

@@ -16,6 +16,7 @@ from xml.etree import ElementTree
 from durableq.errors import InvalidParameterValue
 
 from .errors import WireError
+from .settings import HEALTH_PATH
 from .wire import Request, Response
 
 NAMESPACE = "http://queue.amazonaws.com/doc/2012-11-05/"
@@ -97,7 +98,10 @@ def parse(request: Request) -> tuple[str, dict[str, Any]]:
         raise WireError("MalformedQueryString", f"the request is not a form-encoded query: {exc}") from exc
     action = dict(pairs).get("Action")
     if not action:
-        raise WireError("MissingAction", "the request names no Action")
+        # Often a person or a probe at the endpoint's root: say where its health check is.
+        raise WireError(
+            "MissingAction", f"the request names no Action (whether the endpoint serves: GET {HEALTH_PATH})"
+        )
     members = _shape(_nest([(k, v) for k, v in pairs if k not in _ENVELOPE]))
     if not isinstance(members, dict):  # only numbered names ("1=x"): no parameter of any action
         raise WireError("MalformedQueryString", "the request's parameters must be named, not only numbered")

@@ -15,6 +15,9 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 9324
 DEFAULT_REGION = "us-east-1"
 DEFAULT_ACCOUNT_ID = "000000000000"
+#: The endpoint's own paths: whether it serves (for process managers), and its Prometheus figures.
+HEALTH_PATH = "/health"
+METRICS_PATH = "/metrics"
 
 #: Connections open at once, idle keep-alive ones and waiting long polls included; one more is
 #: answered 503 and closed.  2,000 long polls, 500 slow clients and the senders fit.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -48,3 +49,14 @@ def test_queue_list_marks_temporary_queues(run: Run, broker: durableq.Broker) ->
     temporary = broker.temporary_queue("tmp", idle_timeout=120)
     assert run("queue", "list").stdout == f"plain\n{temporary.name}  (temporary, idle timeout 120 s)\n"
     assert json.loads(run("queue", "list", "--json").stdout) == ["plain", temporary.name]
+
+
+def test_call_json_is_a_received_message(run: Run, responder: None, broker: durableq.Broker) -> None:
+    """The reply in the shape `receive --json` prints (the same fields, times in ISO 8601 UTC)."""
+    reply = json.loads(run("call", "resize", "x", "--json").stdout)
+    mirror = broker.create_queue("mirror")
+    mirror.send("y")
+    [received] = json.loads(run("receive", "mirror", "--json").stdout)
+    assert set(reply) == set(received)
+    for field in ("sent_at", "first_received_at"):
+        assert datetime.fromisoformat(reply[field]).utcoffset() == timedelta(0), field

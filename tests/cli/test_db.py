@@ -107,7 +107,7 @@ def test_a_missing_file_is_an_error_not_a_new_file(run: Run, db: Path, args: tup
     result = run(*args, code=1)
     assert (
         result.stderr
-        == f"error: DatabaseError: no durableq database at {db}; run `durableq init` or pass --db\n"
+        == f"error: NotADurableQDatabase: no durableq database at {db}: create one with durableq init\n"
     )
     assert not db.exists()
 

@@ -138,7 +138,7 @@ def test_values_are_never_reworded() -> None:
 @pytest.mark.sqlite_only("a missing SQLite file; a PostgreSQL database is made by its server's administrator")
 def test_a_missing_database_has_the_documented_form(run: Run, db: Path) -> None:
     assert _refused(run, "stats") == (
-        f"DatabaseError: no durableq database at {db}; run `durableq init` or pass --db"
+        f"NotADurableQDatabase: no durableq database at {db}: create one with durableq init"
     )
     assert not db.exists()
 

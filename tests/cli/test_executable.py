@@ -47,7 +47,7 @@ def test_errors_and_usage_through_the_executable(db: Path) -> None:
     assert missing.returncode == 1
     assert (
         missing.stderr
-        == f"error: DatabaseError: no durableq database at {db}; run `durableq init` or pass --db\n"
+        == f"error: NotADurableQDatabase: no durableq database at {db}: create one with durableq init\n"
     )
     _durableq(db, "init")
     refused = _durableq(db, "receive", "nope")
@@ -58,3 +58,44 @@ def test_errors_and_usage_through_the_executable(db: Path) -> None:
     for result in (missing, refused, usage):
         assert "Traceback" not in result.stdout + result.stderr
     assert _durableq(db, "--version").stdout.strip() == f"durableq, version {durableq.__version__}"
+
+
+def test_python_dash_m_durableq_is_the_cli(db: Path) -> None:
+    env = {**os.environ, "DURABLEQ_DB": str(db)}
+
+    def module(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "durableq", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    version = module("--version")
+    assert version.returncode == 0, version.stderr
+    assert version.stdout.strip() == f"durableq, version {durableq.__version__}"
+    assert module("init").returncode == 0
+    assert module("queue", "create", "jobs").returncode == 0
+    with durableq.open(db) as broker:
+        assert broker.get_queue("jobs").name == "jobs"
+    usage = module("receive")
+    assert (
+        usage.returncode == 2 and "Usage: durableq receive" in usage.stderr
+    )  # the program's name, not __main__
+
+
+def test_importing_durableq_leaves_the_command_line_out() -> None:
+    imported = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, durableq; print(sorted({'click', 'durableq.cli'} & set(sys.modules)))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert imported.stdout.strip() == "[]"

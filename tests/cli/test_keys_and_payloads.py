@@ -74,8 +74,14 @@ def test_keys_create_list_and_rotate(run: Run, keyring: Path, db: Path) -> None:
     assert stat.S_IMODE(keyring.stat().st_mode) == 0o600
     run(*ring, "keys", "create", "alias/billing")
     listed = run(*ring, "keys", "list").stdout.splitlines()
-    assert listed[0].split() == ["alias", "key", "id", "version", "versions", "created"]
-    assert [line.split()[0] for line in listed[1:]] == ["alias/billing", "alias/orders"]
+    # The text's columns are the JSON's keys, and the alias is spelled as there.
+    as_json = json.loads(run(*ring, "keys", "list", "--json").stdout)
+    assert (
+        listed[0].split()
+        == list(as_json[0])
+        == ["alias", "key_id", "current_version", "versions", "created_at"]
+    )
+    assert [line.split()[0] for line in listed[1:]] == [k["alias"] for k in as_json] == ["billing", "orders"]
 
     rotated = run(*ring, "keys", "rotate", "orders")
     assert rotated.stdout == (

@@ -127,7 +127,7 @@ def test_delete_and_purge(run: Run, broker: durableq.Broker) -> None:
     jobs.receive()
     assert json.loads(run("queue", "purge", "jobs", "--json").stdout) == {"purged": "jobs"}
     assert jobs.peek() == []
-    assert run("queue", "delete", "jobs").stdout == "deleted queue jobs\n"
+    assert run("queue", "delete", "jobs").stdout == "deleted queue jobs (it held no messages)\n"
     assert broker.list_queues() == []
     run("queue", "delete", "jobs", code=1)
 

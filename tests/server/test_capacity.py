@@ -217,3 +217,17 @@ def test_shutdown_ends_waiting_long_polls_empty(tmp_path: Path) -> None:
     poll.join(30)
     assert got and "Messages" not in got[0] and got[0]["ResponseMetadata"]["HTTPStatusCode"] == 200
     assert time.monotonic() - started < 15  # not left to its 20 s deadline
+
+
+def test_get_slash_says_where_health_is(running: Server) -> None:
+    """A person who points a browser-like client at the endpoint learns where its health check is,
+    in SQS's own error shape (the query protocol's XML)."""
+    try:
+        urllib.request.urlopen(f"{running.url}/", timeout=30)
+    except urllib.error.HTTPError as refused:
+        status, body = refused.code, refused.read().decode()
+    else:
+        raise AssertionError("GET / was answered 200")
+    assert status == 400
+    assert "<Code>MissingAction</Code>" in body
+    assert "GET /health" in body

@@ -38,6 +38,7 @@ def open(
     busy_timeout: float = limits.DEFAULT_BUSY_TIMEOUT,
     payload_dir: str | os.PathLike[str] | None = None,
     keyring: str | os.PathLike[str] | Keyring | None = None,
+    schema: str | None = None,
 ) -> Broker:
     """Open (creating and migrating if needed) the durableq database at ``path``: a SQLite file, or a
     PostgreSQL database named by a ``postgresql://user:password@host:port/dbname`` URL (the
@@ -59,6 +60,10 @@ def open(
     (``KmsAccessDenied``).  Without one, encrypted queues can be neither sent to
     nor received from (``KmsAccessDenied``), though stats, peek metadata and
     moves between queues of the same key still work.
+    ``schema`` (PostgreSQL only) is the schema durableq's tables live in (default
+    ``durableq``, created if missing): two schemas of one database are two
+    independent durableq installations.  A SQLite file may hold the application's
+    own tables too: durableq's are all named ``durableq_…``.
     The broker keeps all of this as :attr:`Broker.options`.
     """
     return reopen(
@@ -69,6 +74,7 @@ def open(
             keyring=keyring,
             payload_dir=payload_dir,
             clock=clock,
+            schema=schema,
         )
     )
 
@@ -86,7 +92,7 @@ def reopen(options: OpenOptions) -> Broker:
     payloads = payload_folder.location(options.payload_dir, file_of(location))
     if options.keyring is not None:
         options.keyring.check()  # one that does not exist (or is unusable) is an error here, never made later
-    db = open_database(location, options.durability, options.busy_timeout)
+    db = open_database(location, options.durability, options.busy_timeout, schema=options.schema)
     try:
         ensure_schema(db)
     except BaseException:

@@ -23,7 +23,7 @@ HELD = "held"
 _TRIGGER = f"""
 CREATE OR REPLACE FUNCTION durableq_test_hold() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  IF EXISTS (SELECT 1 FROM messages WHERE message_id = NEW.message_id AND body = '{HELD}') THEN
+  IF EXISTS (SELECT 1 FROM durableq_messages WHERE message_id = NEW.message_id AND body = '{HELD}') THEN
     PERFORM pg_advisory_xact_lock_shared({HOLD});
   END IF;
   RETURN NULL;

@@ -12,7 +12,10 @@ import pytest
 
 import durableq
 from durableq import SendEntry
-from durableq.engines.postgres.locks import WRITERS
+from durableq.engines.postgres.locks import writers_key
+from durableq.limits import DEFAULT_POSTGRES_SCHEMA
+
+WRITERS = writers_key(DEFAULT_POSTGRES_SCHEMA)
 
 from .conftest import until
 

@@ -226,7 +226,20 @@ class Database(Protocol):
         ...
 
     def prepare_migration(self) -> None:
-        """Settings a database needs before its first migration (inside the migration lock)."""
+        """Settings a database needs before its first migration, and a database of a revision before
+        0009 made ready for alembic (inside the migration lock)."""
+        ...
+
+    def after_downgrade(self, revision: str | None) -> None:
+        """After a downgrade to ``revision`` (inside the migration lock): below 0009, the database put
+        back where the durableq of that revision finds it; at base, durableq's version table gone."""
+        ...
+
+    def on_foreign_connection(self, conn: Any) -> AbstractContextManager[Any]:
+        """For the block, ``conn``, a driver connection of the application's to this database, names
+        durableq's tables as durableq's own connections do (on PostgreSQL: durableq's schema first in
+        its ``search_path``, for the transaction under way, and the application's path back after
+        the block).  Yields ``conn``."""
         ...
 
     #: The table alembic keeps the revision in.

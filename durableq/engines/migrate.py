@@ -112,12 +112,14 @@ def upgrade(db: Database, target: str = "head") -> str | None:
 
 
 def downgrade(db: Database, target: str) -> str | None:
-    """Migrate down to ``target`` (``"base"`` removes every table)."""
+    """Migrate down to ``target`` (``"base"`` removes every table of durableq's, and only those)."""
     from alembic import command
 
     with db.migration_lock(), _translated(db):
         current(db)  # refuses files that are not ours before alembic touches them
+        db.prepare_migration()  # a database left below 0009 by an older durableq: where alembic looks
         command.downgrade(alembic_config(db), target)
+        db.after_downgrade(current(db))
     return current(db)
 
 

@@ -11,8 +11,8 @@ import pytest
 
 import durableq
 from durableq.engines import migrate
+from durableq.engines.fileformat import VERSION_TABLE
 from durableq.engines.location import open_database
-from durableq.engines.postgres.database import VERSION_TABLE
 from tests import pgcluster
 from tests.conftest import sql_rows
 
@@ -129,8 +129,7 @@ def test_the_database_comes_from_durableq_db_when_not_given(location: str) -> No
     assert result.exit_code == 0, result.output
     head = _head(location)
     assert json.loads(result.stdout) == {"path": location, "created": True, "revision": head}
-    table = VERSION_TABLE if location.startswith("postgresql://") else "alembic_version"
-    assert sql_rows(location, f"SELECT version_num FROM {table}") == [(head,)]  # made there
+    assert sql_rows(location, f"SELECT version_num FROM {VERSION_TABLE}") == [(head,)]  # made there
 
 
 @pytest.mark.sqlite_only("an SQLite file of another application (its application_id and tables)")

@@ -253,7 +253,9 @@ def test_receive_shows_an_unreadable_message_and_keeps_it(
 
 
 def _handle(location: str, message_id: str) -> str:
-    [(handle,)] = sql_rows(location, "SELECT receipt_handle FROM messages WHERE message_id = ?", message_id)
+    [(handle,)] = sql_rows(
+        location, "SELECT receipt_handle FROM durableq_messages WHERE message_id = ?", message_id
+    )
     return str(handle)
 
 

@@ -20,7 +20,8 @@ from ...errors import BrokerClosed, DatabaseError, DatabaseLocked
 from .. import change_sources, forks, watch, watchers
 from ..base import GroupStats
 from ..dialect import SQLITE
-from ..files import configure_new, identify, read_revision, use_wal
+from ..fileformat import VERSION_TABLE
+from ..files import adopt_legacy_version, after_downgrade, configure_new, identify, read_revision, use_wal
 from ..per_thread import PerThread, keep_inherited
 from . import group
 from .connection import BEGIN_WRITE, SqliteConnection
@@ -234,18 +235,32 @@ class Database:
             ) from exc
 
     def prepare_migration(self) -> None:
-        """WAL mode, and durableq's application id in a new file."""
+        """WAL mode, durableq's application id in a new file, and the revision of a file before
+        0009 where alembic now keeps it (see :func:`..files.adopt_legacy_version`)."""
         conn = self.conn
         try:
-            is_ours = identify(conn, self.path)
-            use_wal(conn)
-            if not is_ours:
+            if not identify(conn, self.path):
                 configure_new(conn)
+            use_wal(conn)
+            adopt_legacy_version(conn)
         except sqlite3.Error as exc:
             raise translate(exc, self.path, self.busy_timeout) from exc
 
-    #: alembic's revision table (the file is durableq's alone).
-    version_table = "alembic_version"
+    def after_downgrade(self, revision: str | None) -> None:
+        """See :func:`..files.after_downgrade`."""
+        try:
+            after_downgrade(self.conn, revision)
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path, self.busy_timeout) from exc
+
+    @contextmanager
+    def on_foreign_connection(self, conn: Any) -> Iterator[Any]:
+        """Where durableq's statements run on a connection it did not open (the application's): on
+        SQLite nothing to set, as a file has one namespace and durableq's names are its own."""
+        yield conn
+
+    #: alembic's revision table (the file may hold an application's tables).
+    version_table = VERSION_TABLE
 
     def migration_engine(self) -> Engine:
         """A SQLAlchemy engine for alembic on connections of this file's settings; its transactions

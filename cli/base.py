@@ -113,6 +113,7 @@ class Settings:
     db: str  # a SQLite file's path, or a postgresql:// URL
     keyring: Path | None = None  # --keyring / $DURABLEQ_KEYRING: the master keys of encrypted queues
     payload_dir: Path | None = None  # --payload-dir / $DURABLEQ_PAYLOAD_DIR; None: the library's default
+    schema: str | None = None  # --schema / $DURABLEQ_SCHEMA (PostgreSQL); None: the library's default
 
 
 def settings() -> Settings:
@@ -166,7 +167,9 @@ def open_broker(*, create: bool = False) -> durableq.Broker:
     path = db_location() if create else existing_db_location()
     given = settings()
     # The library never reads the environment: the keyring and the payload store come from here.
-    broker = ctx.with_resource(durableq.open(path, keyring=given.keyring, payload_dir=given.payload_dir))
+    broker = ctx.with_resource(
+        durableq.open(path, keyring=given.keyring, payload_dir=given.payload_dir, schema=given.schema)
+    )
     ctx.meta[_BROKER] = broker
     return broker
 

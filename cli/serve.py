@@ -123,6 +123,7 @@ def serve(
             allow_hosts=allow_hosts,
             keyring=settings().keyring,  # the root options: encrypted queues need the keyring here too
             payload_dir=settings().payload_dir,
+            schema=settings().schema,
             on_ready=ready,
         )
     except ImportError as exc:  # the server extra is missing: its message says how to install it

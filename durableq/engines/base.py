@@ -225,14 +225,19 @@ class Database(Protocol):
         """Held while migrating: one process migrates a database at a time."""
         ...
 
-    def prepare_migration(self) -> None:
+    def prepare_migration(self, target: str = "head") -> None:
         """Settings a database needs before its first migration, and a database of a revision before
-        0009 made ready for alembic (inside the migration lock)."""
+        0009 made ready for alembic (inside the migration lock, before an upgrade to ``target``)."""
         ...
 
     def after_downgrade(self, revision: str | None) -> None:
         """After a downgrade to ``revision`` (inside the migration lock): below 0009, the database put
         back where the durableq of that revision finds it; at base, durableq's version table gone."""
+        ...
+
+    def drop_all(self) -> bool:
+        """Remove every table of durableq's at once (a downgrade to base), where the engine does so
+        rather than walk the revisions down (see the SQLite engine); False: walk them."""
         ...
 
     def on_foreign_connection(self, conn: Any) -> AbstractContextManager[Any]:

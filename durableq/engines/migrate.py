@@ -106,7 +106,7 @@ def upgrade(db: Database, target: str = "head") -> str | None:
 
     with db.migration_lock(), _translated(db):
         _check_known(db, db.revision())
-        db.prepare_migration()
+        db.prepare_migration(target)
         command.upgrade(alembic_config(db), target)
     return current(db)
 
@@ -118,8 +118,9 @@ def downgrade(db: Database, target: str) -> str | None:
     with db.migration_lock(), _translated(db):
         current(db)  # refuses files that are not ours before alembic touches them
         db.prepare_migration()  # a database left below 0009 by an older durableq: where alembic looks
-        command.downgrade(alembic_config(db), target)
-        db.after_downgrade(current(db))
+        if not (target == "base" and db.drop_all()):
+            command.downgrade(alembic_config(db), target)
+            db.after_downgrade(current(db))
     return current(db)
 
 

@@ -26,6 +26,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--keyring", help="keyring file with the master keys of encrypted queues")
     parser.add_argument("--payload-dir", help="payload store of large payloads (default: DB.payloads)")
+    parser.add_argument("--schema", help="PostgreSQL: the schema of durableq's tables (default: durableq)")
     parser.add_argument("--loop", choices=LOOPS, default="auto")
     parser.add_argument("--log-level", default="WARNING")
     parser.add_argument("--log-format", choices=logs.LOG_FORMATS, default="text")
@@ -46,6 +47,7 @@ def main(argv: list[str] | None = None) -> None:
             loop=args.loop,
             keyring=args.keyring,
             payload_dir=args.payload_dir,
+            schema=args.schema,
         )
     except (ValueError, OSError, DurableQError) as exc:  # refused at start (credentials, port, file)
         parser.exit(1, f"{parser.prog}: error: {printable(exc)}\n")

@@ -229,11 +229,15 @@ class Database:
         finally:
             conn.close()  # ends the session, and its lock
 
-    def prepare_migration(self) -> None:
+    def prepare_migration(self, target: str = "head") -> None:
         """durableq's schema, made if missing, and durableq's tables from before revision 0009 moved
         into it (see :mod:`.legacy`)."""
         with self.statement() as conn:
             legacy.adopt(conn, self.schema)
+
+    def drop_all(self) -> bool:
+        """The revisions walk down in durableq's schema, where no application's name is in the way."""
+        return False
 
     def after_downgrade(self, revision: str | None) -> None:
         """See :meth:`..base.Database.after_downgrade` and :func:`.legacy.restore`."""

@@ -23,7 +23,7 @@ from ..dialect import SQLITE
 from ..fileformat import VERSION_TABLE
 from ..files import adopt_legacy_version, after_downgrade, configure_new, identify, read_revision, use_wal
 from ..per_thread import PerThread, keep_inherited
-from . import group
+from . import group, shared
 from .connection import BEGIN_WRITE, SqliteConnection
 from .copies import FileCopy, backup, copy_for_readers
 from .errors import translate, unstorable
@@ -234,15 +234,28 @@ class Database:
                 f"for more than {self.busy_timeout:g} s"
             ) from exc
 
-    def prepare_migration(self) -> None:
-        """WAL mode, durableq's application id in a new file, and the revision of a file before
-        0009 where alembic now keeps it (see :func:`..files.adopt_legacy_version`)."""
+    def prepare_migration(self, target: str = "head") -> None:
+        """WAL mode, durableq's application id in a new file, the revision of a file before 0009
+        where alembic now keeps it (see :func:`..files.adopt_legacy_version`), and in a file of an
+        application's, durableq's tables made at once at head (see :mod:`.shared`)."""
         conn = self.conn
         try:
-            if not identify(conn, self.path):
+            fresh = not identify(conn, self.path)
+            if fresh:
                 configure_new(conn)
             use_wal(conn)
             adopt_legacy_version(conn)
+            if fresh and target == "head" and shared.holds_other_objects(conn):
+                shared.make_at_head(conn, self.busy_timeout)
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path, self.busy_timeout) from exc
+
+    def drop_all(self) -> bool:
+        """In a file shared with an application (see :mod:`.shared`): every table of durableq's dropped
+        at once, with its indexes and triggers (the revisions before 0009 would take the application's
+        names on the way down); in a file of durableq's alone, False: the revisions walk down."""
+        try:
+            return shared.drop_all(self.conn)
         except sqlite3.Error as exc:
             raise translate(exc, self.path, self.busy_timeout) from exc
 

@@ -50,7 +50,8 @@ def data_key_versions(target: str) -> dict[str, tuple[str, int]]:
     """message id -> (alias, version) of its data key."""
     rows = sql_rows(
         target,
-        "SELECT m.message_id, d.alias, d.version FROM durableq_messages m JOIN durableq_data_keys d ON d.id = m.data_key_id",
+        "SELECT m.message_id, d.alias, d.version FROM durableq_messages m "
+        "JOIN durableq_data_keys d ON d.id = m.data_key_id",
     )
     return {message_id: (alias, version) for message_id, alias, version in rows}
 

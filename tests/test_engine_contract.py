@@ -38,7 +38,10 @@ _WORDS = "(SELECT 'a' AS w UNION ALL SELECT 'b.c' UNION ALL SELECT 'd') AS words
 #: How long a write waits for a lock before DatabaseLocked, in the tests that hold one.
 _BUSY = 0.5
 #: An event of a queue (its id, then the message id), written by hand.
-_EVENT = "INSERT INTO durableq_message_events (queue_id, at, event, message_id, receive_count) VALUES (?, 0, 'sent', ?, 0)"
+_EVENT = (
+    "INSERT INTO durableq_message_events (queue_id, at, event, message_id, receive_count) "
+    "VALUES (?, 0, 'sent', ?, 0)"
+)
 
 
 @pytest.fixture
@@ -208,7 +211,8 @@ def test_the_catalog_counter_is_read_and_set(db: Database) -> None:
 def test_the_index_hint_and_the_row_picker_are_valid_sql(db: Database, broker: durableq.Broker) -> None:
     broker.get_queue("jobs").send("x")
     with db.statement() as conn:
-        hinted = f"SELECT count(*) FROM durableq_messages {conn.dialect.indexed_by('durableq_ix_messages_visible')}"
+        hint = conn.dialect.indexed_by("durableq_ix_messages_visible")
+        hinted = f"SELECT count(*) FROM durableq_messages {hint}"
         assert conn.execute(hinted).fetchone()[0] == 1
     with db.change() as conn:
         picked = f"SELECT id FROM durableq_messages ORDER BY id LIMIT 1 {conn.dialect.skip_locked}"

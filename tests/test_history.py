@@ -182,7 +182,8 @@ def test_event_ids_are_never_reused(broker: durableq.Broker, clock: FakeClock, t
 def _rows(target: str) -> list[tuple[str | None, str]]:
     return sql_rows(
         target,
-        "SELECT q.name, e.event FROM durableq_message_events e LEFT JOIN durableq_queues q ON q.id = e.queue_id "
+        "SELECT q.name, e.event FROM durableq_message_events e "
+        "LEFT JOIN durableq_queues q ON q.id = e.queue_id "
         "ORDER BY e.event_id",
     )
 

@@ -15,9 +15,9 @@ from durableq import SendEntry
 from durableq.engines.postgres.locks import writers_key
 from durableq.limits import DEFAULT_POSTGRES_SCHEMA
 
-WRITERS = writers_key(DEFAULT_POSTGRES_SCHEMA)
-
 from .conftest import until
+
+WRITERS = writers_key(DEFAULT_POSTGRES_SCHEMA)
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ from typing import Any
 import psycopg
 import pytest
 from click.testing import CliRunner
+from durableq.cli import main
 
 import durableq
-from durableq.cli import main
 from durableq.engines import migrate
 from durableq.engines.fileformat import APPLICATION_ID, LEGACY_VERSION_TABLE, SCHEMA_REVISION, VERSION_TABLE
 from durableq.engines.location import open_database

@@ -170,7 +170,8 @@ def test_a_dead_letter_queue_under_another_key_keeps_it_sealed_as_it_is(
     keys = dict(
         sql_rows(
             target,
-            "SELECT m.message_id, d.alias FROM durableq_messages m JOIN durableq_data_keys d ON d.id = m.data_key_id",
+            "SELECT m.message_id, d.alias FROM durableq_messages m "
+            "JOIN durableq_data_keys d ON d.id = m.data_key_id",
         )
     )
     assert keys == {poison.message_id: "aws/sqs", good.message_id: "archive"}

@@ -143,7 +143,10 @@ def _raw(target: str) -> Iterator[Any]:
 def _rows_left(target: str) -> int:
     """How many messages the queue's table holds, counted by the driver, not by durableq."""
     marker = "%s" if target.startswith("postgresql://") else "?"
-    statement = f"SELECT count(*) FROM durableq_messages WHERE queue_id = (SELECT id FROM durableq_queues WHERE name = {marker})"
+    statement = (
+        "SELECT count(*) FROM durableq_messages "
+        f"WHERE queue_id = (SELECT id FROM durableq_queues WHERE name = {marker})"
+    )
     with _raw(target) as conn:
         (count,) = conn.execute(statement, (QUEUE,)).fetchone()
     return int(count)

@@ -232,7 +232,8 @@ def replay_attempt(
     Their visibility timeout starts again, as SQS does for a retried attempt.
     """
     row = conn.execute(
-        "SELECT messages FROM durableq_receive_attempts WHERE queue_id = ? AND attempt_id = ? AND expires_at > ?",
+        "SELECT messages FROM durableq_receive_attempts "
+        "WHERE queue_id = ? AND attempt_id = ? AND expires_at > ?",
         (queue.id, attempt_id, now),
     ).fetchone()
     if row is None:
@@ -253,7 +254,8 @@ def replay_attempt(
         return None
     # Restart the visibility timeout, within the 12-hour cap of each receive.
     rows = conn.execute(
-        f"UPDATE durableq_messages SET visible_at = CASE WHEN :visible_at < {VISIBILITY_CAP_SQL} THEN :visible_at "
+        "UPDATE durableq_messages "
+        f"SET visible_at = CASE WHEN :visible_at < {VISIBILITY_CAP_SQL} THEN :visible_at "
         f"ELSE {VISIBILITY_CAP_SQL} END WHERE id IN {conn.dialect.in_ids(':ids')} "
         f"RETURNING {COLUMNS}, visible_at",
         {"visible_at": visible_at, "ids": encode_ids(ids)},
@@ -294,7 +296,8 @@ def _store_attempt(
         )
     else:
         conn.execute(
-            "INSERT INTO durableq_receive_attempts (queue_id, attempt_id, expires_at, messages) VALUES (?, ?, ?, ?) "
+            "INSERT INTO durableq_receive_attempts (queue_id, attempt_id, expires_at, messages) "
+            "VALUES (?, ?, ?, ?) "
             "ON CONFLICT (queue_id, attempt_id) DO UPDATE SET expires_at = excluded.expires_at, "
             "messages = excluded.messages",
             (queue_id, attempt_id, now + _ATTEMPT_INTERVAL_MS, json.dumps(entries)),

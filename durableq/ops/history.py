@@ -68,7 +68,8 @@ _INSERT = (
 #: Events of the messages of ``:queue_id`` a statement is about to remove or move, written by SQL.
 _INSERT_FROM_MESSAGES = """
 INSERT INTO durableq_message_events (queue_id, at, event, message_id, receive_count, other_queue)
-SELECT queue_id, :now, :event, message_id, receive_count, :other FROM durableq_messages WHERE {where} ORDER BY id
+SELECT queue_id, :now, :event, message_id, receive_count, :other FROM durableq_messages
+WHERE {where} ORDER BY id
 """
 #: Around an operation on a queue without history: one statement, atomic alone.
 _NOTHING: AbstractContextManager[None] = nullcontext()
@@ -78,7 +79,8 @@ NO_QUEUE = 0
 _NOT_NEWEST = "event_id < (SELECT max(event_id) FROM durableq_message_events)"
 _SWEEP = f"""
 DELETE FROM durableq_message_events WHERE event_id IN (
-  SELECT event_id FROM durableq_message_events WHERE queue_id = ? AND at <= ? AND {_NOT_NEWEST} ORDER BY at LIMIT ?)
+  SELECT event_id FROM durableq_message_events
+  WHERE queue_id = ? AND at <= ? AND {_NOT_NEWEST} ORDER BY at LIMIT ?)
 """
 _FORGET = f"DELETE FROM durableq_message_events WHERE queue_id = ? AND {_NOT_NEWEST}"
 _KEEP_PLACEHOLDER = f"UPDATE durableq_message_events SET queue_id = {NO_QUEUE} WHERE queue_id = ?"

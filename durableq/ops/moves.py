@@ -92,14 +92,16 @@ class MoveTasks:
                     )
             _fail_stale(conn, source)
             if conn.execute(
-                "SELECT 1 FROM durableq_message_moves WHERE source = ? AND status IN ('RUNNING', 'CANCELLING')",
+                "SELECT 1 FROM durableq_message_moves "
+                "WHERE source = ? AND status IN ('RUNNING', 'CANCELLING')",
                 (source,),
             ).fetchone():
                 raise InvalidParameterValue(
                     f"a message move task is already running on {source!r}; cancel it first"
                 )
             conn.execute(
-                "INSERT INTO durableq_message_moves (task_handle, source, destination, max_per_second, status, moved, "
+                "INSERT INTO durableq_message_moves "
+                "(task_handle, source, destination, max_per_second, status, moved, "
                 "to_move, started_at, heartbeat_at) VALUES (?, ?, ?, ?, 'RUNNING', 0, ?, ?, ?)",
                 (
                     handle,
@@ -132,7 +134,8 @@ class MoveTasks:
             queue_rows.load(conn, source)
             _fail_stale(conn, source)
             rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM durableq_message_moves WHERE source = ? ORDER BY started_at DESC, rowid DESC",
+                f"SELECT {_COLUMNS} FROM durableq_message_moves "
+                "WHERE source = ? ORDER BY started_at DESC, rowid DESC",
                 (source,),
             ).fetchall()
         return [_task(row) for row in rows]
@@ -243,7 +246,8 @@ class MoveTasks:
     @staticmethod
     def _set(conn: Any, handle: str, status: str, reason: str | None, moved: int) -> None:
         conn.execute(
-            "UPDATE durableq_message_moves SET status = ?, failure_reason = ?, moved = moved + ?, heartbeat_at = ? "
+            "UPDATE durableq_message_moves "
+            "SET status = ?, failure_reason = ?, moved = moved + ?, heartbeat_at = ? "
             "WHERE task_handle = ?",
             (status, reason, moved, _heartbeat(), handle),
         )

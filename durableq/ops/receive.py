@@ -41,9 +41,11 @@ def _head_where(virtual: bool) -> str:
   AND {unexpired_sql(_LIVE.format("retention_period"))}"""
 
 
-# The head of durableq_ix_messages_visible (durableq_ix_messages_virtual): visible, unexpired rows, earliest visible first.
+# The head of durableq_ix_messages_visible (durableq_ix_messages_virtual): visible, unexpired rows,
+# earliest visible first.
 _HEAD = {
-    v: f"SELECT id, receive_count FROM durableq_messages WHERE {_head_where(v)} ORDER BY visible_at LIMIT :limit"
+    v: "SELECT id, receive_count FROM durableq_messages "
+    f"WHERE {_head_where(v)} ORDER BY visible_at LIMIT :limit"
     for v in (False, True)
 }
 
@@ -52,7 +54,8 @@ _HEAD = {
 # the queue's, its virtual queues' messages included).
 def _claim_head(d: Dialect, virtual: bool) -> str:
     return f"""
-UPDATE durableq_messages SET {claim_set(d, f":now + coalesce(:timeout, {_LIVE.format('visibility_timeout')}) * 1000")}
+UPDATE durableq_messages
+SET {claim_set(d, f":now + coalesce(:timeout, {_LIVE.format('visibility_timeout')}) * 1000")}
 WHERE id IN (
   SELECT id FROM durableq_messages WHERE {_head_where(virtual)} AND {redrive.NOT_EXHAUSTED_SQL}
     AND (:sealed OR data_key_id IS NULL)
@@ -75,7 +78,8 @@ _LOOK_STANDARD = {
 _LOOK_FIFO = f"""SELECT
   (SELECT count(*) FROM (SELECT 1 FROM durableq_fifo_groups
     WHERE queue_id = :queue_id AND available_at <= :now LIMIT :limit) AS ready),
-  (SELECT min(available_at) FROM durableq_fifo_groups WHERE queue_id = :queue_id AND available_at > :now), {_EXISTS}"""
+  (SELECT min(available_at) FROM durableq_fifo_groups
+   WHERE queue_id = :queue_id AND available_at > :now), {_EXISTS}"""
 
 #: One step of a receive: the seconds it may wait for its waiter to be woken, or the result.
 Steps = Generator[float, None, list[Message]]

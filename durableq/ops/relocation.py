@@ -61,7 +61,8 @@ _LEFT = {Kind.DEAD_LETTER: history.MOVED_TO_DEAD_LETTER, Kind.MOVE_TASK: history
 
 def _standard_move(d: Dialect, kind: Kind) -> str:
     return f"""
-UPDATE durableq_messages SET queue_id = :target_id, visible_at = :now, receipt_handle = NULL, received_at = NULL,
+UPDATE durableq_messages
+SET queue_id = :target_id, visible_at = :now, receipt_handle = NULL, received_at = NULL,
   {_ARRIVAL[kind]}
 WHERE {_MOVABLE_WHERE[d]}
 """
@@ -69,7 +70,8 @@ WHERE {_MOVABLE_WHERE[d]}
 
 def _fifo_append(kind: Kind) -> str:
     return f"""
-UPDATE durableq_messages SET queue_id = :target_id, sequence = :sequence, enqueued_at = :now, visible_at = :now,
+UPDATE durableq_messages
+SET queue_id = :target_id, sequence = :sequence, enqueued_at = :now, visible_at = :now,
   receipt_handle = NULL, received_at = NULL, {_ARRIVAL[kind]}
 WHERE id = :id
 """

@@ -42,7 +42,8 @@ SELECT q.name FROM durableq_queues q
 WHERE q.idle_timeout IS NOT NULL AND (SELECT max(t) FROM (
     SELECT q.created_at AS t
     UNION ALL SELECT coalesce(q.touched_at, 0)
-    UNION ALL SELECT coalesce((SELECT max(minute) FROM durableq_queue_metrics WHERE queue_id = q.id) + {MINUTE_MS}, 0)
+    UNION ALL SELECT coalesce(
+      (SELECT max(minute) FROM durableq_queue_metrics WHERE queue_id = q.id) + {MINUTE_MS}, 0)
     UNION ALL SELECT coalesce((SELECT max(enqueued_at) FROM durableq_messages WHERE queue_id = q.id), 0)
   ) AS latest) + q.idle_timeout * 1000 <= :now
 ORDER BY q.name

@@ -117,7 +117,8 @@ def serve(
     file or mapping is refused (ValueError).
     ``tls_cert``/``tls_key`` (PEM files) serve HTTPS.  ``allow_hosts`` are
     extra names the Host header may carry (see ``guard.py``; ``"*"`` for any).
-    ``keyring``, ``payload_dir`` and ``schema`` are those of :func:`durableq.open` (encrypted queues need the keyring).
+    ``keyring``, ``payload_dir`` and ``schema`` are those of :func:`durableq.open` (encrypted queues
+    need the keyring).
     """
     try:
         from .runner import start  # uvicorn is imported only when a server starts

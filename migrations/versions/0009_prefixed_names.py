@@ -95,7 +95,10 @@ def _refuse_taken_names() -> None:
     if bind.dialect.name == "sqlite":
         query = "SELECT name FROM sqlite_master WHERE name IN ({})"
     else:
-        query = "SELECT relname FROM pg_class WHERE relnamespace = CAST(current_schema() AS regnamespace) AND relname IN ({})"
+        query = (
+            "SELECT relname FROM pg_class "
+            "WHERE relnamespace = CAST(current_schema() AS regnamespace) AND relname IN ({})"
+        )
     taken = [row[0] for row in bind.exec_driver_sql(query.format(", ".join(f"'{n}'" for n in names)))]
     if taken:
         raise NotADurableQDatabase(

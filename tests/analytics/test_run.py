@@ -99,7 +99,8 @@ def test_run_report_one_report_for_one_queue(spark: SparkSession, small: tuple[P
     with reference.connect_ro(path) as conn:
         expected = dict(
             conn.execute(
-                "SELECT receive_count, count(*) FROM durableq_messages WHERE queue_id = (SELECT id FROM durableq_queues "
+                "SELECT receive_count, count(*) FROM durableq_messages "
+                "WHERE queue_id = (SELECT id FROM durableq_queues "
                 "WHERE name = 'jobs') GROUP BY receive_count ORDER BY receive_count"
             )
         )

@@ -64,7 +64,8 @@ def test_snapshot_is_one_consistent_state_while_a_writer_runs(
                 "SELECT next_sequence FROM durableq_queues WHERE name = 'stream.fifo'"
             ).fetchone()
             (stream_rows,) = conn.execute(
-                "SELECT count(*) FROM durableq_messages WHERE queue_id = (SELECT id FROM durableq_queues WHERE name = 'stream')"
+                "SELECT count(*) FROM durableq_messages "
+                "WHERE queue_id = (SELECT id FROM durableq_queues WHERE name = 'stream')"
             ).fetchone()
         # Every partition saw the same committed state: whole batches only, and the
         # queue row's sequence counter agrees with the messages (they commit together).

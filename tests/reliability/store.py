@@ -175,7 +175,8 @@ def counters(location: Location) -> dict[str, Counter[str]]:
     with reading(location) as conn:
         sums = ", ".join(f"sum(m.{c})" for c in COUNTER_COLUMNS)
         query = (
-            f"SELECT q.name, {sums} FROM durableq_queues q LEFT JOIN durableq_queue_metrics m ON m.queue_id = q.id "
+            f"SELECT q.name, {sums} FROM durableq_queues q "
+            "LEFT JOIN durableq_queue_metrics m ON m.queue_id = q.id "
             "GROUP BY q.name"
         )
         for name, *values in conn.execute(query):
@@ -190,7 +191,7 @@ def revision(location: Location) -> str | None:
     with reading(location) as conn:
         try:
             row = conn.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchone()
-        except Exception:  # below revision 0009, left there by a downgrade
+        except Exception:  # noqa: BLE001 - below revision 0009, left there by a downgrade
             row = conn.execute(f"SELECT version_num FROM {LEGACY_VERSION_TABLE}").fetchone()
     return None if row is None else row[0]
 

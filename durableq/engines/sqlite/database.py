@@ -246,9 +246,19 @@ class Database:
             use_wal(conn)
             adopt_legacy_version(conn)
             if fresh and target == "head" and shared.holds_other_objects(conn):
-                shared.make_at_head(conn, self.busy_timeout)
+                shared.make_at_head(conn, self._new_at_head)
         except sqlite3.Error as exc:
             raise translate(exc, self.path, self.busy_timeout) from exc
+
+    def _new_at_head(self, path: Path) -> None:
+        """A new durableq file at ``path``, migrated to head (see :mod:`.shared`)."""
+        from .. import migrate
+
+        database = Database(path, durability="normal", busy_timeout=self.busy_timeout)
+        try:
+            migrate.upgrade(database)
+        finally:
+            database.close()
 
     def drop_all(self) -> bool:
         """In a file shared with an application (see :mod:`.shared`): every table of durableq's dropped

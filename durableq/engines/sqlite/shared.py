@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import sqlite3
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
-from .. import migrate
 from ..fileformat import PREFIX
 from .connection import BEGIN_WRITE
 
@@ -59,17 +59,12 @@ def drop_all(conn: sqlite3.Connection) -> bool:
     return True
 
 
-def make_at_head(conn: sqlite3.Connection, busy_timeout: float) -> None:
-    """durableq's tables, at head, made in ``conn``'s file beside the application's (see above)."""
-    from .database import Database
-
+def make_at_head(conn: sqlite3.Connection, migrate_new: Callable[[Path], None]) -> None:
+    """durableq's tables, at head, made in ``conn``'s file beside the application's (see above);
+    ``migrate_new(path)`` makes a new durableq file at head."""
     with tempfile.TemporaryDirectory(prefix="durableq-head-") as folder:
         fresh = Path(folder) / "head.db"
-        database = Database(fresh, durability="normal", busy_timeout=busy_timeout)
-        try:
-            migrate.upgrade(database)
-        finally:
-            database.close()
+        migrate_new(fresh)
         conn.execute("ATTACH DATABASE ? AS fresh", (str(fresh),))
         try:
             conn.execute(BEGIN_WRITE)

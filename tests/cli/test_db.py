@@ -155,7 +155,7 @@ def test_a_file_of_another_application_is_shared_and_downgraded_to_base_alone(ru
         assert names == [("mine",)]  # (SQLite's own sqlite_sequence may stay, empty)
 
 
-def test_a_bad_schema_is_refused(run: Run, location: str) -> None:
+def test_a_bad_schema_is_refused(run: Run, broker: durableq.Broker) -> None:
     result = run("--schema", "Bad-Name", "db", "current", code=1)
     assert result.stderr.startswith("error: InvalidParameterValue: schema ")  # its rule, or: PostgreSQL only
 

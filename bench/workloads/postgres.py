@@ -130,7 +130,8 @@ def _raw(target: str) -> Iterator[Any]:
     if target.startswith("postgresql://"):
         import psycopg
 
-        with psycopg.connect(target, autocommit=True) as pg:
+        # durableq's tables are in its schema (the default one).
+        with psycopg.connect(target, autocommit=True, options="-c search_path=durableq") as pg:
             yield pg
         return
     conn = sqlite3.connect(target, isolation_level=None)

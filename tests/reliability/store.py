@@ -75,7 +75,11 @@ def connect_read_only(location: Location) -> Reader:
 
         # Autocommit: each statement is its own transaction, read-only like SQLite's mode=ro.
         raw = psycopg.connect(
-            str(location), autocommit=True, connect_timeout=30, options="-c default_transaction_read_only=on"
+            str(location),
+            autocommit=True,
+            connect_timeout=30,
+            # durableq's schema (the default) first, where its tables are, and public (older revisions).
+            options="-c default_transaction_read_only=on -c search_path=durableq,public",
         )
         return _Spelled(raw)
     return sqlite3.connect(f"file:{location}?mode=ro", uri=True, timeout=30)
@@ -201,7 +205,7 @@ def columns(location: Location, table: str) -> list[str]:
         if on_postgres(location):
             query = (
                 "SELECT column_name FROM information_schema.columns "
-                "WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position"
+                "WHERE table_schema IN ('durableq', 'public') AND table_name = ? ORDER BY ordinal_position"
             )
             return [name for (name,) in conn.execute(query, (table,))]
         return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]

@@ -59,7 +59,7 @@ def _stored(location: str, db: Path) -> list[bytes]:
             if path.name.startswith(db.name) and path.is_file()
         ]
     tables = sql_rows(
-        location, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+        location, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'durableq'"
     )
     return [repr(sql_rows(location, f'SELECT * FROM "{table}"')).encode() for (table,) in tables]
 

@@ -117,7 +117,7 @@ def downgrade(db: Database, target: str) -> str | None:
 
     with db.migration_lock(), _translated(db):
         current(db)  # refuses files that are not ours before alembic touches them
-        db.prepare_migration()  # a database left below 0009 by an older durableq: where alembic looks
+        db.prepare_migration(target)  # a database left below 0009 by an older durableq: where alembic looks
         if not (target == "base" and db.drop_all()):
             command.downgrade(alembic_config(db), target)
             db.after_downgrade(current(db))

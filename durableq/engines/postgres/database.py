@@ -57,7 +57,9 @@ class Database:
             redacted(url) if schema == DEFAULT_POSTGRES_SCHEMA else f"{redacted(url)} (schema {schema})"
         )
         self._begins = begins(schema)
-        self._channel = channel(schema)
+        #: The channel of this durableq's change notifications (``NOTIFY`` it in a transaction that
+        #: changed rows, the application's included, and long polls wake at its commit).
+        self.channel = channel(schema)
         self.durability = durability
         self.busy_timeout = busy_timeout
         self._connections = PerThread(Connection.close)
@@ -65,7 +67,7 @@ class Database:
         self._watcher_hold = watchers.WatcherHold(
             lambda: ("postgresql", url, schema),
             self.name,
-            lambda: ListenSource(self.raw_connect, self._channel),
+            lambda: ListenSource(self.raw_connect, self.channel),
             lambda: TransactionIdProbe(self.raw_connect),
         )
         _open_databases.add(self)
@@ -163,7 +165,7 @@ class Database:
             holding = False
             yield conn
             changed = conn.changes != changes
-            conn.run(f"NOTIFY {self._channel}; COMMIT" if changed else "COMMIT")
+            conn.run(f"NOTIFY {self.channel}; COMMIT" if changed else "COMMIT")
         except BaseException:
             self._restore(conn, holding=holding)
             raise

@@ -303,3 +303,20 @@ def test_on_a_sqlite_file_the_foreign_connection_needs_nothing(db_path: Path) ->
                 assert conn.execute("SELECT name FROM durableq_queues").fetchall() == [("jobs",)]
         finally:
             app.close()
+
+
+def test_one_schemas_writers_lock_holds_up_no_other_schema(empty_pg: str) -> None:
+    with (
+        durableq.open(empty_pg, schema="shop", durability="normal", busy_timeout=1) as shop,
+        durableq.open(empty_pg, schema="billing", durability="normal", busy_timeout=1) as billing,
+    ):
+        shop_jobs, billing_jobs = shop.create_queue("jobs"), billing.create_queue("jobs")
+        with psycopg.connect(empty_pg, autocommit=True) as admin:
+            admin.execute("SELECT pg_advisory_lock(%s)", (writers_key("shop"),))  # shop's writers wait
+            billing_jobs.send("billing goes on")
+            assert [m.body for m in billing_jobs.receive()] == ["billing goes on"]
+            with pytest.raises(durableq.DatabaseLocked):
+                shop_jobs.send("waits for the lock")
+            admin.execute("SELECT pg_advisory_unlock(%s)", (writers_key("shop"),))
+        shop_jobs.send("after")
+        assert [m.body for m in shop_jobs.receive()] == ["after"]

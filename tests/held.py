@@ -12,7 +12,8 @@ from typing import Any
 import psycopg
 
 import durableq
-from durableq.engines.postgres.locks import SETTLED_BARRIER
+from durableq.engines.postgres.locks import begins
+from durableq.limits import DEFAULT_POSTGRES_SCHEMA
 
 from .conftest import until
 
@@ -67,7 +68,7 @@ class Held:
         wait for the writers' lock: a broker's counter flush, a write that runs alone, waits too.)"""
         row: Any = self._admin.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query = %s",
-            (SETTLED_BARRIER,),
+            (begins(DEFAULT_POSTGRES_SCHEMA).settled_barrier,),
         ).fetchone()
         return bool(row[0])
 

@@ -29,8 +29,8 @@ BEGIN
   END IF;
   RETURN NULL;
 END $$;
-DROP TRIGGER IF EXISTS durableq_test_hold ON message_events;
-CREATE TRIGGER durableq_test_hold AFTER INSERT ON message_events
+DROP TRIGGER IF EXISTS durableq_test_hold ON durableq_message_events;
+CREATE TRIGGER durableq_test_hold AFTER INSERT ON durableq_message_events
   FOR EACH ROW EXECUTE FUNCTION durableq_test_hold();
 """
 
@@ -40,7 +40,9 @@ class Held:
     of its own, held open after it wrote its event; a context manager (leaving releases it)."""
 
     def __init__(self, url: str, queue: durableq.Queue) -> None:
-        self._admin = psycopg.connect(url, autocommit=True)
+        self._admin = psycopg.connect(
+            url, autocommit=True, options=f"-c search_path={DEFAULT_POSTGRES_SCHEMA}"
+        )
         self._admin.execute(_TRIGGER)
         self._admin.execute(f"SELECT pg_advisory_lock({HOLD})")
         self.errors: list[BaseException] = []

@@ -75,7 +75,12 @@ class ExportedTransaction:
     def jdbc(self) -> tuple[str, dict[str, str]]:
         parts = urlsplit(self._url)
         port = f":{parts.port}" if parts.port else ""
-        url = f"jdbc:postgresql://{parts.hostname or 'localhost'}{port}{parts.path or '/'}"
+        # durableq's schema, where the readers' SQL names its tables unqualified: in the URL, as Spark
+        # passes its options to the driver with their names in lower case, which pgjdbc does not read.
+        url = (
+            f"jdbc:postgresql://{parts.hostname or 'localhost'}{port}{parts.path or '/'}"
+            f"?currentSchema={self._schema}"
+        )
         # The libpq URL's parameters (sslmode, ...) are pgjdbc's connection properties too.
         properties = {key: value for key, value in parse_qsl(parts.query)}
         if parts.username:
@@ -84,8 +89,6 @@ class ExportedTransaction:
             properties["password"] = parts.password
         properties.update(
             connectTimeout=str(max(1, round(self._busy_timeout))),
-            # durableq's schema, where the readers' SQL names its tables unqualified.
-            currentSchema=self._schema,
             sessionInitStatement=(
                 "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
                 f"SET TRANSACTION SNAPSHOT '{self.snapshot_id}'"

@@ -127,7 +127,9 @@ class Floor(Adapter):
             path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
         )
         # durableq's broker caches the queue row; its statements bind the queue's id.
-        (self._queue_id,) = self._conn.execute("SELECT id FROM queues WHERE name = ?", (queue,)).fetchone()
+        (self._queue_id,) = self._conn.execute(
+            "SELECT id FROM durableq_queues WHERE name = ?", (queue,)
+        ).fetchone()
         # The pragmas of durableq.database.Database.connect (WAL is stored in the file).
         self._conn.execute(f"PRAGMA synchronous = {durability.upper()}")
         self._conn.execute("PRAGMA temp_store = MEMORY")

@@ -66,9 +66,19 @@ COMMAND_MODULES = (
     help="The folder of large payloads stored outside the database file (default: DB.payloads beside it); "
     "a folder of its own, private to you (mode 700).",
 )
+@click.option(
+    "--schema",
+    metavar="NAME",
+    envvar="DURABLEQ_SCHEMA",
+    show_envvar=True,
+    help="PostgreSQL only: the schema of durableq's tables (default: durableq); two schemas of one "
+    "database are two separate durableq installations.",
+)
 @click.version_option(durableq.__version__, prog_name="durableq")
 @click.pass_context
-def main(ctx: click.Context, db_file: str, keyring: Path | None, payload_dir: Path | None) -> None:
+def main(
+    ctx: click.Context, db_file: str, keyring: Path | None, payload_dir: Path | None, schema: str | None
+) -> None:
     """Operate and inspect durableq queues from the shell.
 
     Every command that prints has --json for scripts. Exit status: 0 done,
@@ -82,7 +92,7 @@ def main(ctx: click.Context, db_file: str, keyring: Path | None, payload_dir: Pa
       durableq receive jobs --delete
       durableq stats --watch
     """
-    ctx.obj = Settings(db=db_file, keyring=keyring, payload_dir=payload_dir)
+    ctx.obj = Settings(db=db_file, keyring=keyring, payload_dir=payload_dir, schema=schema)
 
 
 for _module in COMMAND_MODULES:

@@ -12,7 +12,7 @@ import click
 
 from durableq import limits
 
-from .base import CommandFailed, existing_db_location
+from .base import CommandFailed, existing_db_location, settings
 from .output import emit, json_option, table
 from .parsing import UTC_TIME
 
@@ -135,6 +135,7 @@ def analyze(
         snapshot_dir=snapshot_dir,
         since=since,
         until=until,
+        schema=settings().schema,
     )
     emit(as_json, result, lambda: _text(result, plot, out))
 
@@ -213,6 +214,7 @@ def export(
             jar=jar,
             partitions=partitions,
             snapshot_dir=snapshot_dir,
+            schema=settings().schema,
         )
         columns = ["table", "path", "rows", "checkpoint"]
         emit(as_json, rows, lambda: table(columns, [[r[c] for c in columns] for r in rows]))
@@ -227,6 +229,7 @@ def export(
         snapshot_dir=snapshot_dir,
         since=since,
         until=until,
+        schema=settings().schema,
     )
     emit(as_json, written, lambda: table(["table", "path", "rows"], [list(w.values()) for w in written]))
 

@@ -152,6 +152,7 @@ class Settings:
     db: str  # a SQLite file's path, or a postgresql:// URL
     keyring: Path | None = None  # --keyring / $DURABLEQ_KEYRING: the master keys of encrypted queues
     payload_dir: Path | None = None  # --payload-dir / $DURABLEQ_PAYLOAD_DIR; None: the library's default
+    schema: str | None = None  # --schema / $DURABLEQ_SCHEMA (PostgreSQL); None: the library's default
 
 
 def settings() -> Settings:
@@ -207,7 +208,13 @@ def open_broker(*, create: bool = False) -> durableq.Broker:
     given = settings()
     # The library never reads the environment: the keyring and the payload store come from here.
     broker = ctx.with_resource(
-        durableq.open(db_location(), keyring=given.keyring, payload_dir=given.payload_dir, create=create)
+        durableq.open(
+            db_location(),
+            keyring=given.keyring,
+            payload_dir=given.payload_dir,
+            schema=given.schema,
+            create=create,
+        )
     )
     ctx.meta[_BROKER] = broker
     return broker

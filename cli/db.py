@@ -15,7 +15,7 @@ from durableq.engines.base import Database
 from durableq.engines.location import open_database
 from durableq.engines.urls import postgres_url, redacted
 
-from .base import db_location, existing_db_location, open_broker
+from .base import db_location, existing_db_location, open_broker, settings
 from .output import emit, json_option, table
 
 #: The REVISION of `db upgrade` that means the latest one.
@@ -25,7 +25,11 @@ HEAD = "head"
 @contextmanager
 def _database(location: str) -> Iterator[Database]:
     """The database as the migration functions take it, closed afterwards."""
-    database = open_database(location, limits.DEFAULT_DURABILITY, limits.DEFAULT_BUSY_TIMEOUT, create=False)
+    # The schema checked as durableq.open checks it (a bad name, or one given with a SQLite file).
+    schema = durableq.OpenOptions(location, schema=settings().schema).schema
+    database = open_database(
+        location, limits.DEFAULT_DURABILITY, limits.DEFAULT_BUSY_TIMEOUT, create=False, schema=schema
+    )
     try:
         yield database
     finally:
@@ -51,7 +55,7 @@ def init(as_json: bool) -> None:
             created = migrate.current(database) is None  # the tables, not the database itself
     else:
         created = not Path(location).exists()
-    durableq.open(location).close()
+    durableq.open(location, schema=settings().schema).close()
     with _database(location) as database:
         revision = migrate.current(database)
     shown = redacted(location)
@@ -89,6 +93,36 @@ def upgrade(revision: str, as_json: bool) -> None:
         )
     else:
         text = f"upgraded from {before or 'nothing'} to {after}"
+    emit(as_json, {"from": before, "to": after}, text)
+
+
+@db_group.command()
+@click.argument("revision")
+@json_option
+def downgrade(revision: str, as_json: bool) -> None:
+    """Migrate the database back to REVISION (`base`: remove every table of durableq's, and only
+    those: an application's tables in the same database stay).
+
+    Below 0009, the database goes back where an older durableq finds it (its tables unprefixed; on
+    PostgreSQL in public). Messages of tables a revision drops are lost.
+
+    
+      durableq db downgrade 0008
+    """
+    with _database(existing_db_location()) as database:
+        known = [r.revision for r in migrate.history(database)]
+        if revision not in ("base", *known):
+            raise durableq.InvalidParameterValue(
+                f"unknown schema revision {revision!r}; REVISION is base or one of "
+                f"{', '.join(known)} (`durableq db history` lists them)"
+            )
+        before = migrate.current(database)
+        after = migrate.downgrade(database, revision)
+    text = (
+        f"already at {after or 'base'}"
+        if before == after
+        else f"downgraded from {before} to {after or 'base'}"
+    )
     emit(as_json, {"from": before, "to": after}, text)
 
 

@@ -54,6 +54,7 @@ def serve(endpoint: EndpointOptions, as_json: bool) -> None:
             **{**endpoint.serving(), "credentials": keys},  # loaded above, to say what is wrong in one line
             keyring=settings().keyring,  # the root options: encrypted queues need the keyring here too
             payload_dir=settings().payload_dir,
+            schema=settings().schema,
             on_ready=ready,
         )
     except ImportError as exc:  # the server extra is missing: its message says how to install it

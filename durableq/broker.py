@@ -40,6 +40,7 @@ def open(
     busy_timeout: float = limits.DEFAULT_BUSY_TIMEOUT,
     payload_dir: str | os.PathLike[str] | None = None,
     keyring: str | os.PathLike[str] | Keyring | None = None,
+    schema: str | None = None,
     create: bool = True,
 ) -> Broker:
     """Open (creating and migrating if needed) the durableq database at ``path``: a SQLite file, or a
@@ -62,6 +63,10 @@ def open(
     (``KmsAccessDenied``).  Without one, encrypted queues can be neither sent to
     nor received from (``KmsAccessDenied``), though stats, peek metadata and
     moves between queues of the same key still work.
+    ``schema`` (PostgreSQL only) is the schema durableq's tables live in (default
+    ``durableq``, created if missing): two schemas of one database are two
+    independent durableq installations.  A SQLite file may hold the application's
+    own tables too: durableq's are all named ``durableq_…``.
     The broker keeps all of this as :attr:`Broker.options`.
     ``create=False`` opens only a durableq database at this version's schema and writes nothing
     before that: a missing or empty file, or a PostgreSQL database without durableq's tables, is
@@ -77,6 +82,7 @@ def open(
             keyring=keyring,
             payload_dir=payload_dir,
             clock=clock,
+            schema=schema,
         ),
         create=create,
     )
@@ -97,7 +103,9 @@ def reopen(options: OpenOptions, *, create: bool = True) -> Broker:
         options.keyring.check()  # one that does not exist (or is unusable) is an error here, never made later
     if not create:
         require_file(location)
-    db = open_database(location, options.durability, options.busy_timeout, create=create)
+    db = open_database(
+        location, options.durability, options.busy_timeout, create=create, schema=options.schema
+    )
     try:
         if create:
             ensure_schema(db)

@@ -151,6 +151,12 @@ DEFAULT_DURABILITY = "full"
 DEFAULT_BUSY_TIMEOUT = 10.0
 #: New database files (and so their WAL) are readable by their owner only.
 DEFAULT_FILE_MODE = 0o600
+#: The PostgreSQL schema durableq's tables live in (``durableq.open(url, schema=...)``): two schemas of
+#: one database are two durableq installations.  Its name: lower-case letters, digits and ``_``, not
+#: starting with a digit nor ``pg_`` (PostgreSQL's own), and short enough that the notification
+#: channel (``durableq_<schema>``) stays within PostgreSQL's 63 bytes.
+DEFAULT_POSTGRES_SCHEMA = "durableq"
+MAX_SCHEMA_NAME_LENGTH = 48
 
 # The worker (durableq.Worker and `durableq worker`).
 DEFAULT_CONCURRENCY = 1

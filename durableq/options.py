@@ -25,7 +25,8 @@ from .keyring import Keyring
 class OpenOptions:
     """Everything :func:`durableq.open` was given, checked: the database (a SQLite file's path or a
     PostgreSQL URL), its durability, the busy timeout, the keyring (None: none), the payload store's
-    folder (None: the default, beside a SQLite file) and the clock.
+    folder (None: the default, beside a SQLite file), the clock and, on PostgreSQL, the schema of
+    durableq's tables (None on SQLite).
 
     It pickles, so a worker process can be sent one: a keyring travels as its file's path (the other
     process reads the same file; no key leaves it), the clock by reference, which a module-level
@@ -39,6 +40,7 @@ class OpenOptions:
     keyring: Keyring | None = None
     payload_dir: Path | None = None
     clock: Callable[[], float] = field(default=time.time)
+    schema: str | None = None
 
     def __init__(
         self,
@@ -49,6 +51,7 @@ class OpenOptions:
         keyring: str | os.PathLike[str] | Keyring | None = None,
         payload_dir: str | os.PathLike[str] | None = None,
         clock: Callable[[], float] | None = None,
+        schema: str | None = None,
     ) -> None:
         validation.choice("durability", durability, limits.DURABILITY_LEVELS)
         if clock is not None and not callable(clock):
@@ -70,6 +73,12 @@ class OpenOptions:
         ):
             given = type(payload_dir).__name__ if not isinstance(payload_dir, str) else "''"
             raise InvalidParameterValue(f"payload_dir must be a folder path; got {given}")
+        if postgres_url(os.fspath(location)) if isinstance(location, (str, os.PathLike)) else False:
+            schema = validation.schema_name(limits.DEFAULT_POSTGRES_SCHEMA if schema is None else schema)
+        elif schema is not None:
+            raise InvalidParameterValue(
+                f"schema applies to a PostgreSQL database; a SQLite file holds one durableq (got {schema!r})"
+            )
         ring = keyring if isinstance(keyring, Keyring) or keyring is None else Keyring(keyring)
         put = object.__setattr__  # frozen: set once, here
         # Paths absolute, as they name things now: a process whose working folder changes later (a
@@ -80,19 +89,28 @@ class OpenOptions:
         put(self, "keyring", ring)
         put(self, "payload_dir", None if payload_dir is None else Path(_absolute(payload_dir)))
         put(self, "clock", time.time if clock is None else clock)
+        put(self, "schema", schema)
 
     def __repr__(self) -> str:
         # Never the generated one: a PostgreSQL URL's password must not show (nor in a log line).
         return (
             f"OpenOptions({redacted(self.location)!r}, durability={self.durability!r}, "
             f"busy_timeout={self.busy_timeout!r}, keyring={self.keyring!r}, "
-            f"payload_dir={self.payload_dir!r}, clock={self.clock!r})"
+            f"payload_dir={self.payload_dir!r}, clock={self.clock!r}, schema={self.schema!r})"
         )
 
     def _compared(self) -> tuple[object, ...]:
         # A keyring is its file: two Keyring objects of one path open the same keys.
         ring = None if self.keyring is None else self.keyring.path
-        return (self.location, self.durability, self.busy_timeout, ring, self.payload_dir, self.clock)
+        return (
+            self.location,
+            self.durability,
+            self.busy_timeout,
+            ring,
+            self.payload_dir,
+            self.clock,
+            self.schema,
+        )
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, OpenOptions):
@@ -124,6 +142,7 @@ def _rebuild(
     keyring: Path | None,
     payload_dir: Path | None,
     clock: Callable[[], float],
+    schema: str | None = None,
 ) -> OpenOptions:
     """An unpickled :class:`OpenOptions` (checked again, as any)."""
     return OpenOptions(
@@ -133,4 +152,5 @@ def _rebuild(
         keyring=keyring,
         payload_dir=payload_dir,
         clock=clock,
+        schema=schema,
     )

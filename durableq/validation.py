@@ -26,6 +26,7 @@ BODY = "body"
 ENTRIES = "entries"
 
 _QUEUE_NAME = re.compile(r"[A-Za-z0-9_-]+")
+_SCHEMA_NAME = re.compile(r"(?!pg_)[a-z_][a-z0-9_]*")
 _BATCH_ENTRY_ID = re.compile(r"[A-Za-z0-9_-]+")
 # Alphanumerics and ASCII punctuation, as SQS allows for FIFO ids.
 _FIFO_ID = re.compile(r"[!-~]+")
@@ -148,6 +149,25 @@ def queue_name(name: object, *, fifo: bool | None = None) -> str:
         return name
     raise InvalidParameterValue(
         template=template, parameter=QUEUE_NAME, value=name, high=limits.MAX_QUEUE_NAME_LENGTH, reason=reason
+    )
+
+
+def schema_name(value: object) -> str:
+    """A PostgreSQL schema name durableq may use (written as it is in SQL: no quoting needed)."""
+    if (
+        isinstance(value, str)
+        and len(value) <= limits.MAX_SCHEMA_NAME_LENGTH
+        and _SCHEMA_NAME.fullmatch(value)
+    ):
+        if value != "information_schema":
+            return value
+    raise InvalidParameterValue(
+        template="schema must be 1 to {high} characters of a-z 0-9 _, not starting with a digit nor "
+        "pg_ (nor information_schema); got {value!r}",
+        parameter="schema",
+        value=value,
+        high=limits.MAX_SCHEMA_NAME_LENGTH,
+        reason=Reason.FORM,
     )
 
 

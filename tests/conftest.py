@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 import durableq
+from durableq.limits import DEFAULT_POSTGRES_SCHEMA
 
 from . import pgcluster
 
@@ -185,7 +186,9 @@ def raw_connection(target: str) -> Iterator[Any]:
         def execute(self, statement: str, params: Any = ()) -> Any:
             return self.raw.execute(placeholders(statement), params or None)  # type: ignore[arg-type]
 
-    with psycopg.connect(target, autocommit=True, cursor_factory=psycopg.ClientCursor) as pg:
+    # durableq's schema first, as on durableq's own connections (its tables are named unqualified).
+    options = f"-c search_path={DEFAULT_POSTGRES_SCHEMA},public"
+    with psycopg.connect(target, autocommit=True, cursor_factory=psycopg.ClientCursor, options=options) as pg:
         yield Spelled(pg)
 
 

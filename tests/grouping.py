@@ -87,7 +87,9 @@ class Blocking:
 
     def __call__(self) -> None:
         with self._db.write() as conn:
-            conn.execute("UPDATE queues SET delay_seconds = ? WHERE name = ?", (self._delay, self._queue))
+            conn.execute(
+                "UPDATE durableq_queues SET delay_seconds = ? WHERE name = ?", (self._delay, self._queue)
+            )
             self.inside.set()
             self._release.wait()
 

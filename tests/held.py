@@ -12,7 +12,8 @@ from typing import Any
 import psycopg
 
 import durableq
-from durableq.engines.postgres.locks import SETTLED_BARRIER
+from durableq.engines.postgres.locks import begins
+from durableq.limits import DEFAULT_POSTGRES_SCHEMA
 
 from .conftest import until
 
@@ -23,13 +24,13 @@ HELD = "held"
 _TRIGGER = f"""
 CREATE OR REPLACE FUNCTION durableq_test_hold() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  IF EXISTS (SELECT 1 FROM messages WHERE message_id = NEW.message_id AND body = '{HELD}') THEN
+  IF EXISTS (SELECT 1 FROM durableq_messages WHERE message_id = NEW.message_id AND body = '{HELD}') THEN
     PERFORM pg_advisory_xact_lock_shared({HOLD});
   END IF;
   RETURN NULL;
 END $$;
-DROP TRIGGER IF EXISTS durableq_test_hold ON message_events;
-CREATE TRIGGER durableq_test_hold AFTER INSERT ON message_events
+DROP TRIGGER IF EXISTS durableq_test_hold ON durableq_message_events;
+CREATE TRIGGER durableq_test_hold AFTER INSERT ON durableq_message_events
   FOR EACH ROW EXECUTE FUNCTION durableq_test_hold();
 """
 
@@ -39,7 +40,9 @@ class Held:
     of its own, held open after it wrote its event; a context manager (leaving releases it)."""
 
     def __init__(self, url: str, queue: durableq.Queue) -> None:
-        self._admin = psycopg.connect(url, autocommit=True)
+        self._admin = psycopg.connect(
+            url, autocommit=True, options=f"-c search_path={DEFAULT_POSTGRES_SCHEMA}"
+        )
         self._admin.execute(_TRIGGER)
         self._admin.execute(f"SELECT pg_advisory_lock({HOLD})")
         self.errors: list[BaseException] = []
@@ -67,7 +70,7 @@ class Held:
         wait for the writers' lock: a broker's counter flush, a write that runs alone, waits too.)"""
         row: Any = self._admin.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query = %s",
-            (SETTLED_BARRIER,),
+            (begins(DEFAULT_POSTGRES_SCHEMA).settled_barrier,),
         ).fetchone()
         return bool(row[0])
 

@@ -46,7 +46,7 @@ def _bodies(path: Path) -> list[int]:
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        return sorted(int(body) for (body,) in conn.execute("SELECT body FROM messages"))
+        return sorted(int(body) for (body,) in conn.execute("SELECT body FROM durableq_messages"))
     finally:
         conn.close()
 

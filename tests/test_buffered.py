@@ -25,7 +25,7 @@ def test_sends_leave_in_full_batches_and_each_future_holds_its_result(
         buffered.flush()
         assert all(f.done() for f in futures)
         # Committed: another connection sees them.
-        stored = {row[0] for row in sql_rows(target, "SELECT message_id FROM messages")}
+        stored = {row[0] for row in sql_rows(target, "SELECT message_id FROM durableq_messages")}
     assert {f.result().message_id for f in futures} == stored and len(stored) == 25
     assert [m.body for m in queue.peek(limit=30)] == [f"m{n}" for n in range(25)]
 

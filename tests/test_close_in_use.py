@@ -52,7 +52,7 @@ _SCRIPT = textwrap.dedent(
             assert not thread.is_alive(), "a thread hangs after the close"
         assert not raw, raw
         conn = sqlite3.connect(file)
-        stored = {body for (body,) in conn.execute("SELECT body FROM messages")}
+        stored = {body for (body,) in conn.execute("SELECT body FROM durableq_messages")}
         conn.close()
         assert set(acked) <= stored, "acknowledged sends are missing"
     print("ok")

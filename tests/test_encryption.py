@@ -50,7 +50,8 @@ def data_key_versions(target: str) -> dict[str, tuple[str, int]]:
     """message id -> (alias, version) of its data key."""
     rows = sql_rows(
         target,
-        "SELECT m.message_id, d.alias, d.version FROM messages m JOIN data_keys d ON d.id = m.data_key_id",
+        "SELECT m.message_id, d.alias, d.version FROM durableq_messages m "
+        "JOIN durableq_data_keys d ON d.id = m.data_key_id",
     )
     return {message_id: (alias, version) for message_id, alias, version in rows}
 
@@ -204,7 +205,7 @@ def test_a_data_key_serves_its_reuse_period(target: str, sealed: durableq.Broker
     first, second = queue.send("a"), queue.send("b")
     clock.advance(61)
     third = queue.send("c")
-    keys = dict(sql_rows(target, "SELECT message_id, data_key_id FROM messages"))
+    keys = dict(sql_rows(target, "SELECT message_id, data_key_id FROM durableq_messages"))
     assert keys[first.message_id] == keys[second.message_id] != keys[third.message_id]
 
 
@@ -221,8 +222,8 @@ def test_brokers_share_a_stored_data_key_within_its_reuse_period(
     clock.advance(60)
     with another(sealed, clock, keyring=keyring) as broker:
         broker.get_queue("orders").send("d")
-    key_of = dict(sql_rows(target, "SELECT message_id, data_key_id FROM messages ORDER BY id"))
-    [(stored,)] = sql_rows(target, "SELECT count(*) FROM data_keys")
+    key_of = dict(sql_rows(target, "SELECT message_id, data_key_id FROM durableq_messages ORDER BY id"))
+    [(stored,)] = sql_rows(target, "SELECT count(*) FROM durableq_data_keys")
     first, *rest, last = key_of.values()
     assert rest == [first, first] and last != first and stored == 2
     assert sorted(m.body for m in sealed.get_queue("orders").receive(10)) == ["a", "b", "c", "d"]
@@ -231,9 +232,14 @@ def test_brokers_share_a_stored_data_key_within_its_reuse_period(
 def test_ciphertext_moved_to_another_row_fails_to_authenticate(target: str, sealed: durableq.Broker) -> None:
     queue = sealed.create_queue("orders", kms_master_key_id="alias/orders")
     a, b = queue.send("message a"), queue.send("message b")
-    bodies = dict(sql_rows(target, "SELECT message_id, body FROM messages"))  # b's ciphertext into a's row
+    bodies = dict(
+        sql_rows(target, "SELECT message_id, body FROM durableq_messages")
+    )  # b's ciphertext into a's row
     moved = sql_run(
-        target, "UPDATE messages SET body = ? WHERE message_id = ?", bodies[b.message_id], a.message_id
+        target,
+        "UPDATE durableq_messages SET body = ? WHERE message_id = ?",
+        bodies[b.message_id],
+        a.message_id,
     )
     assert moved == 1
     received = {m.message_id: m for m in queue.receive(10)}

@@ -24,6 +24,7 @@ import pytest
 import durableq
 from durableq.engines.base import Connection, Database
 from durableq.engines.dialect import DIALECTS, POSTGRES, SQLITE, encode_ids, for_each_dialect, named
+from durableq.engines.fileformat import VERSION_TABLE
 from durableq.engines.location import file_of
 from durableq.ops.receipts import parse
 
@@ -38,7 +39,8 @@ _WORDS = "(SELECT 'a' AS w UNION ALL SELECT 'b.c' UNION ALL SELECT 'd') AS words
 _BUSY = 0.5
 #: An event of a queue (its id, then the message id), written by hand.
 _EVENT = (
-    "INSERT INTO message_events (queue_id, at, event, message_id, receive_count) VALUES (?, 0, 'sent', ?, 0)"
+    "INSERT INTO durableq_message_events (queue_id, at, event, message_id, receive_count) "
+    "VALUES (?, 0, 'sent', ?, 0)"
 )
 
 
@@ -101,25 +103,31 @@ def _event(conn: Connection, message_id: str) -> int:
     """Write an event of ``jobs``; its id."""
     conn.execute(_EVENT, (_jobs_id(conn), message_id))
     (event_id,) = conn.execute(
-        "SELECT event_id FROM message_events WHERE message_id = ?", (message_id,)
+        "SELECT event_id FROM durableq_message_events WHERE message_id = ?", (message_id,)
     ).fetchone()
     return int(event_id)
 
 
 def _jobs_id(conn: Connection) -> int:
-    return int(conn.execute("SELECT id FROM queues WHERE name = 'jobs'").fetchone()[0])
+    return int(conn.execute("SELECT id FROM durableq_queues WHERE name = 'jobs'").fetchone()[0])
 
 
 def _claim(conn: Connection) -> list[int]:
     """Claim the first message of ``jobs`` not being claimed right now, as a receive does."""
-    picker = f"SELECT id FROM messages WHERE queue_id = :q ORDER BY id LIMIT 1 {conn.dialect.skip_locked}"
-    claim = f"UPDATE messages SET receive_count = receive_count + 1 WHERE id IN ({picker}) RETURNING id"
+    picker = (
+        f"SELECT id FROM durableq_messages WHERE queue_id = :q ORDER BY id LIMIT 1 {conn.dialect.skip_locked}"
+    )
+    claim = (
+        f"UPDATE durableq_messages SET receive_count = receive_count + 1 WHERE id IN ({picker}) RETURNING id"
+    )
     return [row[0] for row in conn.execute(claim, {"q": _jobs_id(conn)})]
 
 
 def _events(target: str) -> list[str]:
     """The message ids of the committed events, read outside durableq."""
-    return [row[0] for row in sql_rows(target, "SELECT message_id FROM message_events ORDER BY event_id")]
+    return [
+        row[0] for row in sql_rows(target, "SELECT message_id FROM durableq_message_events ORDER BY event_id")
+    ]
 
 
 def _folder(tmp_path: Path) -> Path:
@@ -203,10 +211,11 @@ def test_the_catalog_counter_is_read_and_set(db: Database) -> None:
 def test_the_index_hint_and_the_row_picker_are_valid_sql(db: Database, broker: durableq.Broker) -> None:
     broker.get_queue("jobs").send("x")
     with db.statement() as conn:
-        hinted = f"SELECT count(*) FROM messages {conn.dialect.indexed_by('ix_messages_visible')}"
+        hint = conn.dialect.indexed_by("durableq_ix_messages_visible")
+        hinted = f"SELECT count(*) FROM durableq_messages {hint}"
         assert conn.execute(hinted).fetchone()[0] == 1
     with db.change() as conn:
-        picked = f"SELECT id FROM messages ORDER BY id LIMIT 1 {conn.dialect.skip_locked}"
+        picked = f"SELECT id FROM durableq_messages ORDER BY id LIMIT 1 {conn.dialect.skip_locked}"
         assert len(conn.execute(picked).fetchall()) == 1
 
 
@@ -285,13 +294,13 @@ def test_a_write_runs_alone(impatient: Database, target: str, held: str) -> None
 
 def _settled_read(db: Database, _: Path) -> list[int]:
     with db.settled_read() as conn:
-        return [row[0] for row in conn.execute("SELECT event_id FROM message_events")]
+        return [row[0] for row in conn.execute("SELECT event_id FROM durableq_message_events")]
 
 
 def _exported(db: Database, folder: Path) -> list[int]:
     snapshot = db.export_snapshot(lambda: 0.0, folder)
     try:
-        return [row[0] for row in snapshot.query("SELECT event_id FROM message_events")]
+        return [row[0] for row in snapshot.query("SELECT event_id FROM durableq_message_events")]
     finally:
         snapshot.close()
 
@@ -336,9 +345,9 @@ def test_an_exported_snapshot_holds_still_while_writes_commit(
     try:
         jobs.send("after")
         jobs.receive(max_messages=10)
-        count = "SELECT count(*) FROM messages WHERE body = :body AND receive_count = :n"
+        count = "SELECT count(*) FROM durableq_messages WHERE body = :body AND receive_count = :n"
         assert snapshot.query(count, {"body": "before", "n": 0}) == [(2,)]
-        assert snapshot.query("SELECT count(*) FROM messages") == [(2,)]
+        assert snapshot.query("SELECT count(*) FROM durableq_messages") == [(2,)]
         assert snapshot.now_ms == int(clock() * 1000) and snapshot.dialect is db.dialect
         assert snapshot.source == (db.path or db.name) and (snapshot.file is None) == (db.path is None)
         url, properties = snapshot.jdbc()
@@ -352,7 +361,7 @@ def test_an_exported_snapshot_holds_still_while_writes_commit(
 def test_a_database_of_another_schema_revision_is_not_exported(
     db: Database, target: str, clock: FakeClock, tmp_path: Path
 ) -> None:
-    table = "alembic_version" if db.path is not None else "durableq_version"
+    table = VERSION_TABLE
     with db.write() as conn:
         conn.execute(f"UPDATE {table} SET version_num = '0001'")
     with pytest.raises(durableq.DatabaseError, match="schema revision '0001'"):

@@ -48,7 +48,7 @@ def history(pg_url: str) -> Iterator[durableq.Broker]:
 
 
 def _committed(url: str) -> list[int]:
-    return [row[0] for row in sql_rows(url, "SELECT event_id FROM message_events ORDER BY event_id")]
+    return [row[0] for row in sql_rows(url, "SELECT event_id FROM durableq_message_events ORDER BY event_id")]
 
 
 @pytest.mark.parametrize("read", READERS.values(), ids=READERS.keys())

@@ -25,7 +25,7 @@ import durableq
 def _bodies(path: Path) -> set[str]:
     conn = sqlite3.connect(path)
     try:
-        return {body for (body,) in conn.execute("SELECT body FROM messages")}
+        return {body for (body,) in conn.execute("SELECT body FROM durableq_messages")}
     finally:
         conn.close()
 

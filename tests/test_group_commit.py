@@ -37,7 +37,7 @@ def test_writes_that_wait_share_one_transaction_and_each_is_committed_when_it_re
         observer = sqlite3.connect(db_path)  # another connection: sees only what is committed
         try:
             sent = queue.send(f"m{n}")
-            row = observer.execute("SELECT 1 FROM messages WHERE message_id = ?", (sent.message_id,))
+            row = observer.execute("SELECT 1 FROM durableq_messages WHERE message_id = ?", (sent.message_id,))
             return row.fetchone() is not None
         finally:
             observer.close()
@@ -60,7 +60,7 @@ def test_one_writes_error_fails_only_that_write(broker: durableq.Broker) -> None
 
     def half_done_then_fails() -> None:
         with db.write() as conn:
-            conn.execute("UPDATE queues SET delay_seconds = 7 WHERE name = 'jobs'")
+            conn.execute("UPDATE durableq_queues SET delay_seconds = 7 WHERE name = 'jobs'")
             raise ValueError("the caller's own mistake")
 
     with gate_held(db):
@@ -89,7 +89,9 @@ def test_a_driver_error_in_a_grouped_write_is_translated_and_its_own(broker: dur
 
     def duplicate_queue_row() -> None:
         with db.write() as conn:
-            conn.execute("INSERT INTO queues SELECT * FROM queues WHERE name = 'jobs'")  # primary key taken
+            conn.execute(
+                "INSERT INTO durableq_queues SELECT * FROM durableq_queues WHERE name = 'jobs'"
+            )  # primary key taken
 
     with gate_held(db):
         line_up(

@@ -49,7 +49,7 @@ def _stored(path: Path) -> set[str]:
     durableq.open(path).close()
     conn = sqlite3.connect(path)
     try:
-        return {message_id for (message_id,) in conn.execute("SELECT message_id FROM messages")}
+        return {message_id for (message_id,) in conn.execute("SELECT message_id FROM durableq_messages")}
     finally:
         conn.close()
 
@@ -64,7 +64,9 @@ def test_a_member_that_failed_reads_what_is_committed_and_its_batch_loses_nothin
 
     def delay_now() -> int:
         with db.statement() as conn:
-            delay: int = conn.execute("SELECT delay_seconds FROM queues WHERE name = 'jobs'").fetchone()[0]
+            delay: int = conn.execute(
+                "SELECT delay_seconds FROM durableq_queues WHERE name = 'jobs'"
+            ).fetchone()[0]
             return delay
 
     def bad_delete_then_read() -> None:
@@ -277,7 +279,7 @@ def test_a_members_interrupt_is_its_own(broker: durableq.Broker) -> None:
     def interrupted() -> str:
         try:
             with db.write() as conn:
-                conn.execute("UPDATE queues SET delay_seconds = 9 WHERE name = 'jobs'")
+                conn.execute("UPDATE durableq_queues SET delay_seconds = 9 WHERE name = 'jobs'")
                 raise KeyboardInterrupt
         except KeyboardInterrupt:
             return "interrupted"

@@ -121,7 +121,7 @@ def test_queues_without_history_write_no_events(broker: durableq.Broker, target:
     (m,) = plain.receive()
     plain.delete(m.receipt_handle)
     assert plain.events() == []
-    assert sql_rows(target, "SELECT count(*) FROM message_events") == [(0,)]
+    assert sql_rows(target, "SELECT count(*) FROM durableq_message_events") == [(0,)]
 
 
 def test_history_can_be_turned_on_and_off(broker: durableq.Broker) -> None:
@@ -182,7 +182,8 @@ def test_event_ids_are_never_reused(broker: durableq.Broker, clock: FakeClock, t
 def _rows(target: str) -> list[tuple[str | None, str]]:
     return sql_rows(
         target,
-        "SELECT q.name, e.event FROM message_events e LEFT JOIN queues q ON q.id = e.queue_id "
+        "SELECT q.name, e.event FROM durableq_message_events e "
+        "LEFT JOIN durableq_queues q ON q.id = e.queue_id "
         "ORDER BY e.event_id",
     )
 

@@ -27,22 +27,22 @@ def _engine(target: str | Path) -> Engine:
     """A SQLAlchemy engine on ``target``: a SQLite file, or a PostgreSQL URL (through psycopg)."""
     url = str(target)
     if url.startswith("postgresql://"):
-        return create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1), poolclass=NullPool)
+        return create_engine(
+            url.replace("postgresql://", "postgresql+psycopg://", 1),
+            poolclass=NullPool,
+            connect_args={"options": "-c search_path=durableq"},  # durableq's schema (the default)
+        )
     return create_engine(f"sqlite:///{url}", poolclass=NullPool)
 
 
 def _version_table(target: str | Path) -> str:
-    """The table alembic keeps the revision in, on ``target``'s engine."""
-    if str(target).startswith("postgresql://"):
-        from durableq.engines.postgres.database import Database as PostgresDatabase
-
-        return PostgresDatabase.version_table
+    """The table alembic keeps the revision in (on either engine)."""
     return Database.version_table
 
 
 #: What the migrations make on PostgreSQL only, beyond the declared schema: the catalog's change
 #: counter (SQLite keeps it in PRAGMA user_version) and the column that stands in for SQLite's rowid.
-POSTGRES_ONLY = {("remove_table", "durableq_catalog"), ("remove_column", "message_moves.rowid")}
+POSTGRES_ONLY = {("remove_table", "durableq_catalog"), ("remove_column", "durableq_message_moves.rowid")}
 
 
 def _named(difference: Any) -> tuple[str, str]:
@@ -88,7 +88,7 @@ def test_the_code_expects_the_head_revision(db_path: Path) -> None:
 def test_time_columns_are_declared_bigint(broker: durableq.Broker, target: str) -> None:
     engine = _engine(target)
     try:
-        columns = {c["name"]: str(c["type"]) for c in inspect(engine).get_columns("messages")}
+        columns = {c["name"]: str(c["type"]) for c in inspect(engine).get_columns("durableq_messages")}
     finally:
         engine.dispose()
     for name in ("enqueued_at", "visible_at", "received_at", "first_received_at"):
@@ -102,11 +102,11 @@ def test_downgrade_and_upgrade_round_trip_on_a_file_with_messages(db_path: Path,
     db = Database(db_path, durability="normal", busy_timeout=5)
     try:
         assert migrate.current(db) == SCHEMA_REVISION
-        # Downgrading the first revision drops its tables (and so the messages).
+        # Downgrading the first revision drops its tables (and so the messages), the version table too.
         migrate.downgrade(db, "base")
         assert migrate.current(db) is None
         tables = {r[0] for r in db.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        assert tables - {"sqlite_sequence"} == {"alembic_version"}
+        assert tables - {"sqlite_sequence"} == set()
         assert migrate.upgrade(db) == SCHEMA_REVISION
     finally:
         db.close()
@@ -147,10 +147,10 @@ def test_queue_ids_are_never_reused(broker: durableq.Broker, target: str) -> Non
     # Receipt handles rely on it, and alembic's compare does not look at how ids are given (SQLite's
     # AUTOINCREMENT; a sequence on PostgreSQL): the id of the newest queue, deleted, is not given again.
     broker.create_queue("first")
-    [(first,)] = sql_rows(target, "SELECT id FROM queues WHERE name = ?", "first")
+    [(first,)] = sql_rows(target, "SELECT id FROM durableq_queues WHERE name = ?", "first")
     broker.delete_queue("first")
     broker.create_queue("second")
-    [(second,)] = sql_rows(target, "SELECT id FROM queues WHERE name = ?", "second")
+    [(second,)] = sql_rows(target, "SELECT id FROM durableq_queues WHERE name = ?", "second")
     assert second > first
 
 

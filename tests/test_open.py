@@ -60,14 +60,19 @@ def test_a_file_that_is_not_sqlite_is_refused_and_left_untouched(db_path: Path) 
     assert not Path(f"{db_path}-wal").exists()
 
 
-def test_an_sqlite_file_of_another_application_is_refused_and_left_untouched(db_path: Path) -> None:
+def test_an_sqlite_file_whose_tables_take_durableqs_names_is_refused_and_left_untouched(
+    db_path: Path,
+) -> None:
+    # (A file of another application's own tables is shared: tests/test_shared_database.py.)
     conn = sqlite3.connect(db_path)
     conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
-    conn.execute("INSERT INTO invoices (total) VALUES (9.5)")
+    conn.execute("CREATE TABLE durableq_queues (id INTEGER PRIMARY KEY, total REAL)")
     conn.commit()
     conn.close()
     before = _digest(db_path)
-    with pytest.raises(durableq.NotADurableQDatabase, match="another application"):
+    with pytest.raises(
+        durableq.NotADurableQDatabase, match=r"holds durableq_queues, which durableq did not make"
+    ):
         durableq.open(db_path)
     assert _digest(db_path) == before
 
@@ -75,7 +80,7 @@ def test_an_sqlite_file_of_another_application_is_refused_and_left_untouched(db_
 def test_a_file_from_a_newer_durableq_is_refused_and_left_untouched(db_path: Path) -> None:
     durableq.open(db_path).close()
     conn = sqlite3.connect(db_path)
-    conn.execute("UPDATE alembic_version SET version_num = '9999_from_the_future'")
+    conn.execute("UPDATE durableq_alembic_version SET version_num = '9999_from_the_future'")
     conn.commit()
     conn.close()
     before = _digest(db_path)

@@ -89,7 +89,7 @@ def test_a_sweep_of_a_shared_folder_removes_only_the_stores_own_files(
     with _open(target, clock, private) as broker:
         big = broker.create_queue("big", large_payloads=True)
         big.send("x" * BIG)
-        ((ref,),) = sql_rows(target, "SELECT payload_ref FROM messages")
+        ((ref,),) = sql_rows(target, "SELECT payload_ref FROM durableq_messages")
         stored = private / str(ref)[:2] / str(ref)
         _old(stored)
         assert broker.sweep_payloads(grace=0) == 2  # the orphan and the unfinished write: nothing else
@@ -161,9 +161,9 @@ def test_trash_entries_that_are_not_the_stores_names_unlink_nothing(
     with _open(target, clock, store) as broker:
         big = broker.create_queue("big", large_payloads=True)
         for ref in refs:
-            sql_run(target, "INSERT INTO payload_trash (ref) VALUES (?)", ref)
+            sql_run(target, "INSERT INTO durableq_payload_trash (ref) VALUES (?)", ref)
         broker.sweep_payloads()
-        assert sql_rows(target, "SELECT ref FROM payload_trash") == []  # refused, logged and dropped
+        assert sql_rows(target, "SELECT ref FROM durableq_payload_trash") == []  # refused, logged and dropped
         assert absolute.exists() and dotted.exists() and linked.exists() and store.is_dir()
         # The store's own files still go with their rows.
         (store / REF[:2]).unlink()
@@ -273,7 +273,7 @@ def damaged(broker: durableq.Broker, target: str) -> Iterator[tuple[durableq.Mes
     data = os.urandom(3 * limits.PAYLOAD_CHUNK_SIZE)
     big.send_file(io.BytesIO(data))
     (message,) = big.receive()
-    ((ref,),) = sql_rows(target, "SELECT payload_ref FROM messages")
+    ((ref,),) = sql_rows(target, "SELECT payload_ref FROM durableq_messages")
     yield message, Path(broker.payload_dir) / str(ref)[:2] / str(ref), data
 
 

@@ -46,7 +46,7 @@ def test_a_large_body_goes_to_the_store_and_comes_back_whole(
     sent = big.send(body, attributes={"kind": "image"})
     assert sent.md5_of_body == md5_hex(body)
     (stored,) = payload_files(broker)
-    ((ref, size, inline),) = sql_rows(target, "SELECT payload_ref, payload_size, body FROM messages")
+    ((ref, size, inline),) = sql_rows(target, "SELECT payload_ref, payload_size, body FROM durableq_messages")
     assert (ref, size, inline) == (stored.name, len(body.encode()), "")
     (message,) = big.receive()
     assert message.payload_size == len(body.encode())
@@ -190,7 +190,9 @@ def test_a_damaged_payload_is_never_returned(
     big.send("t" * BIG)
     binary, text = big.receive(10)
     stored = {f.name: f for f in payload_files(broker)}
-    ((ref,),) = sql_rows(target, "SELECT payload_ref FROM messages WHERE message_id = ?", binary.message_id)
+    ((ref,),) = sql_rows(
+        target, "SELECT payload_ref FROM durableq_messages WHERE message_id = ?", binary.message_id
+    )
     damaged = bytearray(stored[str(ref)].read_bytes())
     damaged[limits.PAYLOAD_CHUNK_SIZE + 100] ^= 1  # a bit of the second chunk
     stored[str(ref)].write_bytes(bytes(damaged))
@@ -198,12 +200,14 @@ def test_a_damaged_payload_is_never_returned(
         with pytest.raises(durableq.MessageCorrupt, match="chunk 1 does not authenticate"):
             stream.read(1)
     # A row whose checksum does not match its file: the body is never returned.
-    ((meta,),) = sql_rows(target, "SELECT payload_meta FROM messages WHERE message_id = ?", text.message_id)
+    ((meta,),) = sql_rows(
+        target, "SELECT payload_meta FROM durableq_messages WHERE message_id = ?", text.message_id
+    )
     values = json.loads(meta)
     values["sha256"] = hashlib.sha256(b"something else").hexdigest()
     changed = sql_run(
         target,
-        "UPDATE messages SET payload_meta = ? WHERE message_id = ?",
+        "UPDATE durableq_messages SET payload_meta = ? WHERE message_id = ?",
         json.dumps(values),
         text.message_id,
     )
@@ -248,11 +252,11 @@ def test_a_file_whose_row_went_without_its_remover_is_removed_by_any_broker(
     # written by the trigger in the deleting transaction; any broker removes the files.
     big.send("r" * BIG)
     big.send("s" * BIG)
-    assert sql_run(target, "DELETE FROM messages") == 2
+    assert sql_run(target, "DELETE FROM durableq_messages") == 2
     assert len(payload_files(broker)) == 2
-    assert len(sql_rows(target, "SELECT ref FROM payload_trash")) == 2
+    assert len(sql_rows(target, "SELECT ref FROM durableq_payload_trash")) == 2
     assert broker.sweep_payloads() == 2  # the trash, without waiting for the orphan grace period
-    assert payload_files(broker) == [] and sql_rows(target, "SELECT ref FROM payload_trash") == []
+    assert payload_files(broker) == [] and sql_rows(target, "SELECT ref FROM durableq_payload_trash") == []
 
 
 SENDER = """
@@ -269,7 +273,7 @@ def messages_locked(target: str) -> Iterator[None]:
     with raw_connection(target) as conn:
         if target.startswith("postgresql://"):
             conn.execute("BEGIN")
-            conn.execute("LOCK TABLE messages IN EXCLUSIVE MODE")
+            conn.execute("LOCK TABLE durableq_messages IN EXCLUSIVE MODE")
         else:
             conn.execute("BEGIN IMMEDIATE")
         try:
@@ -295,7 +299,7 @@ def test_sigkill_between_the_file_and_the_row_leaves_only_an_orphan(
     assert broker.sweep_payloads(grace=0) == 1 and not orphan.exists()
     # Every row names a file that exists (the other order of the two steps would break this).
     big.send("m" * BIG)
-    for (ref,) in sql_rows(target, "SELECT payload_ref FROM messages WHERE payload_ref IS NOT NULL"):
+    for (ref,) in sql_rows(target, "SELECT payload_ref FROM durableq_messages WHERE payload_ref IS NOT NULL"):
         assert (broker.payload_dir / str(ref)[:2] / str(ref)).exists()
 
 

@@ -16,9 +16,8 @@ import pytest
 import sqlalchemy as sa
 
 import durableq
-from durableq.engines.fileformat import SCHEMA_REVISION
+from durableq.engines.fileformat import SCHEMA_REVISION, VERSION_TABLE
 from durableq.engines.postgres.connection import placeholders
-from durableq.engines.postgres.database import VERSION_TABLE
 from durableq.engines.schema import metadata
 
 from . import pgcluster
@@ -45,25 +44,29 @@ def test_migrations_create_the_declared_tables_and_columns(empty_url: str) -> No
     try:
         inspector = sa.inspect(engine)
         with engine.connect() as conn:
-            revision = conn.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).scalar()
+            revision = conn.execute(sa.text(f"SELECT version_num FROM durableq.{VERSION_TABLE}")).scalar()
         declared = {t.name: sorted(c.name for c in t.columns) for t in metadata.sorted_tables}
         found = {
-            name: sorted(c["name"] for c in inspector.get_columns(name) if c["name"] != "rowid")
-            for name in inspector.get_table_names()
+            name: sorted(
+                c["name"] for c in inspector.get_columns(name, schema="durableq") if c["name"] != "rowid"
+            )
+            for name in inspector.get_table_names(schema="durableq")
             if name not in (VERSION_TABLE, "durableq_catalog")
         }
-        time_columns = {c["name"]: str(c["type"]) for c in inspector.get_columns("messages")}
-        indexes = {i["name"] for i in inspector.get_indexes("messages")}
+        time_columns = {
+            c["name"]: str(c["type"]) for c in inspector.get_columns("durableq_messages", schema="durableq")
+        }
+        indexes = {i["name"] for i in inspector.get_indexes("durableq_messages", schema="durableq")}
     finally:
         engine.dispose()
     assert revision == SCHEMA_REVISION
     assert found == declared
     assert time_columns["visible_at"] == "BIGINT" and time_columns["id"] == "BIGINT"
     assert {
-        "ix_messages_visible",
-        "ix_messages_virtual",
-        "ix_messages_group",
-        "ix_messages_payload",
+        "durableq_ix_messages_visible",
+        "durableq_ix_messages_virtual",
+        "durableq_ix_messages_group",
+        "durableq_ix_messages_payload",
     } <= indexes
 
 
@@ -144,10 +147,10 @@ def test_the_listening_socket_becomes_readable_at_a_commit_of_another_connection
     reads as a commit; nothing else makes it readable."""
     from durableq.engines.change_sources import News
     from durableq.engines.postgres.database import Database
-    from durableq.engines.postgres.notify import ListenSource
+    from durableq.engines.postgres.notify import ListenSource, channel
 
     db = Database(url, durability="normal", busy_timeout=5)
-    source = ListenSource(db.raw_connect)
+    source = ListenSource(db.raw_connect, channel(db.schema))
     try:
         assert source.fileno is not None
         assert select.select([source.fileno], [], [], 0.2)[0] == []  # quiet while nobody commits

@@ -12,9 +12,12 @@ import pytest
 
 import durableq
 from durableq import SendEntry
-from durableq.engines.postgres.locks import WRITERS
+from durableq.engines.postgres.locks import writers_key
+from durableq.limits import DEFAULT_POSTGRES_SCHEMA
 
 from .conftest import until
+
+WRITERS = writers_key(DEFAULT_POSTGRES_SCHEMA)
 
 
 @pytest.fixture

@@ -52,7 +52,16 @@ def test_create_compares_only_the_settings_given(broker: durableq.Broker) -> Non
 
 @pytest.mark.parametrize(
     "name",
-    ["", "x" * 81, "has space", "dot.ted", "slash/", "émoji", "jobs.fifo", "'; DROP TABLE queues; --"],
+    [
+        "",
+        "x" * 81,
+        "has space",
+        "dot.ted",
+        "slash/",
+        "émoji",
+        "jobs.fifo",
+        "'; DROP TABLE durableq_queues; --",
+    ],
 )
 def test_bad_standard_queue_names_are_refused(broker: durableq.Broker, name: str) -> None:
     with pytest.raises(durableq.InvalidParameterValue, match="queue name"):

@@ -11,7 +11,7 @@ from tests.conftest import FakeClock, sql_rows
 def _rows(target: str, queue: str) -> int:
     [(count,)] = sql_rows(
         target,
-        "SELECT count(*) FROM messages JOIN queues ON queues.id = queue_id WHERE queues.name = ?",
+        "SELECT count(*) FROM durableq_messages JOIN durableq_queues q ON q.id = queue_id WHERE q.name = ?",
         queue,
     )
     return int(count)

@@ -287,7 +287,7 @@ def test_group_and_deduplication_ids_are_refused_on_standard_queues(queue: durab
 
 def test_a_returned_send_is_in_the_file(queue: durableq.Queue, target: str) -> None:
     result = queue.send("committed")
-    [(body,)] = sql_rows(target, "SELECT body FROM messages WHERE message_id = ?", result.message_id)
+    [(body,)] = sql_rows(target, "SELECT body FROM durableq_messages WHERE message_id = ?", result.message_id)
     assert body == "committed"
 
 

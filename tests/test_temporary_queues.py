@@ -112,7 +112,7 @@ def test_the_queue_of_a_killed_owner_is_reaped_with_its_messages(target: str) ->
         assert other.get_queue(name).stats().approximate_number_of_messages == 1
         clock.advance(120)  # the send's minute ended 60 s after START; 90 s have passed since
         assert other.reap_idle_queues() == [name]
-        assert sql_rows(target, "SELECT count(*) FROM messages") == [(0,)]
+        assert sql_rows(target, "SELECT count(*) FROM durableq_messages") == [(0,)]
 
 
 def test_a_broker_deletes_the_temporary_queues_it_holds_when_it_closes(target: str) -> None:

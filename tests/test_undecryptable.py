@@ -169,7 +169,9 @@ def test_a_dead_letter_queue_under_another_key_keeps_it_sealed_as_it_is(
     assert orders.receive(10) == []  # both dead-lettered, in one move
     keys = dict(
         sql_rows(
-            target, "SELECT m.message_id, d.alias FROM messages m JOIN data_keys d ON d.id = m.data_key_id"
+            target,
+            "SELECT m.message_id, d.alias FROM durableq_messages m "
+            "JOIN durableq_data_keys d ON d.id = m.data_key_id",
         )
     )
     assert keys == {poison.message_id: "aws/sqs", good.message_id: "archive"}
@@ -186,9 +188,9 @@ def test_a_damaged_data_key_is_flagged_as_corrupt_not_blocking(
 ) -> None:
     orders = consumer.create_queue("orders", **SSE, kms_data_key_reuse_period=60)
     damaged = orders.send("under a damaged data key")
-    [(key_id,)] = sql_rows(target, "SELECT data_key_id FROM messages")
+    [(key_id,)] = sql_rows(target, "SELECT data_key_id FROM durableq_messages")
     for wrapped in ("not base64 at all!", "AAAA"):
-        assert sql_run(target, "UPDATE data_keys SET wrapped = ? WHERE id = ?", wrapped, key_id) == 1
+        assert sql_run(target, "UPDATE durableq_data_keys SET wrapped = ? WHERE id = ?", wrapped, key_id) == 1
         with _open(target, db_path, clock, consumer.keyring) as fresh:  # no key unwrapped yet
             queue = fresh.get_queue("orders")
             sent = queue.send("a new data key for new messages")

@@ -31,7 +31,7 @@ def test_each_virtual_queue_receives_only_its_own(broker: durableq.Broker, targe
     stats = host.stats()  # the messages live in the host: counted there
     assert stats.approximate_number_of_messages_not_visible == 3
     # No queue row, no table: only marked rows.
-    assert sql_rows(target, "SELECT count(*) FROM queues") == [(1,)]
+    assert sql_rows(target, "SELECT count(*) FROM durableq_queues") == [(1,)]
 
 
 def test_a_long_poll_of_a_virtual_queue_wakes_for_its_own_messages_only(broker: durableq.Broker) -> None:

@@ -70,7 +70,8 @@ def _raw(target: str) -> Iterator[Any]:
     if target.startswith("postgresql://"):
         import psycopg
 
-        with psycopg.connect(target, autocommit=True) as pg:
+        # durableq's tables are in its schema (the default one).
+        with psycopg.connect(target, autocommit=True, options="-c search_path=durableq") as pg:
             yield pg
         return
     conn = sqlite3.connect(target, isolation_level=None)
@@ -84,7 +85,8 @@ def rows_left(target: str) -> int:
     """How many messages the queue's table holds, counted by the driver, not by durableq."""
     marker = "%s" if target.startswith("postgresql://") else "?"
     statement = (
-        f"SELECT count(*) FROM messages WHERE queue_id = (SELECT id FROM queues WHERE name = {marker})"
+        "SELECT count(*) FROM durableq_messages "
+        f"WHERE queue_id = (SELECT id FROM durableq_queues WHERE name = {marker})"
     )
     with _raw(target) as conn:
         (count,) = conn.execute(statement, (QUEUE,)).fetchone()

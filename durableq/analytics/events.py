@@ -64,11 +64,11 @@ EVENT_STREAM_FORMAT = "durableq-events"
 # joins no queue).
 _EVENTS_SQL = """(SELECT e.event_id, e.at, q.name AS queue, e.event, e.message_id, e.receive_count,
   e.other_queue
-FROM message_events AS e JOIN queues AS q ON q.id = e.queue_id) AS durableq_events"""
+FROM durableq_message_events AS e JOIN durableq_queues AS q ON q.id = e.queue_id) AS durableq_events"""
 _EVENTS_TYPES = """event_id BIGINT, at BIGINT, queue STRING, event STRING, message_id STRING,
   receive_count BIGINT, other_queue STRING"""
 _AUDIT_SQL = """(SELECT id AS event_id, at, pid, "user", action, queue, outcome, detail
-FROM audit_events) AS durableq_audit"""
+FROM durableq_audit_events) AS durableq_audit"""
 _AUDIT_TYPES = """event_id BIGINT, at BIGINT, pid BIGINT, user STRING, action STRING, queue STRING,
   outcome STRING, detail STRING"""
 
@@ -80,8 +80,8 @@ _MAX_SQL = "SELECT coalesce(max({column}), 0) FROM {table}"
 
 #: The stored tables, their id column, the JDBC query and its types, and the frame's schema.
 _TABLES = {
-    "events": ("message_events", "event_id", _EVENTS_SQL, _EVENTS_TYPES, EVENTS_SCHEMA),
-    "audit": ("audit_events", "id", _AUDIT_SQL, _AUDIT_TYPES, AUDIT_SCHEMA),
+    "events": ("durableq_message_events", "event_id", _EVENTS_SQL, _EVENTS_TYPES, EVENTS_SCHEMA),
+    "audit": ("durableq_audit_events", "id", _AUDIT_SQL, _AUDIT_TYPES, AUDIT_SCHEMA),
 }
 #: The event tables ``read_event_table`` knows.
 EVENT_TABLES = tuple(_TABLES)

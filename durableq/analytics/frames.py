@@ -42,8 +42,8 @@ FROM (SELECT id, queue_id, message_id, {state} AS state, enqueued_at, visible_at
         receive_count, {body_bytes} AS body_bytes, group_id, deduplication_id,
         sequence, dead_letter_source, payload_size AS payload_bytes,
         payload_ref IS NOT NULL AS stored_outside, data_key_id IS NOT NULL AS encrypted
-      FROM messages) AS m
-JOIN queues AS q ON q.id = m.queue_id
+      FROM durableq_messages) AS m
+JOIN durableq_queues AS q ON q.id = m.queue_id
 WHERE {unexpired}) AS durableq_messages"""
 _MESSAGES_TYPES = """row_id BIGINT, queue STRING, message_id STRING, state STRING, enqueued_at BIGINT,
   visible_at BIGINT, first_received_at BIGINT, receive_count BIGINT, body_bytes BIGINT, group_id STRING,
@@ -59,7 +59,7 @@ GROUP BY part ORDER BY 1"""
 _QUEUES_SQL = """(SELECT name AS queue, fifo, visibility_timeout, delay_seconds, retention_period,
   receive_wait_time, maximum_message_size, content_based_deduplication, deduplication_scope,
   dead_letter_queue, max_receive_count, redrive_permission, created_at, last_modified
-FROM queues) AS durableq_queues"""
+FROM durableq_queues) AS durableq_queues"""
 _QUEUES_TYPES = """queue STRING, fifo BOOLEAN, visibility_timeout BIGINT, delay_seconds BIGINT,
   retention_period BIGINT, receive_wait_time BIGINT, maximum_message_size BIGINT,
   content_based_deduplication BOOLEAN, deduplication_scope STRING, dead_letter_queue STRING,
@@ -69,7 +69,7 @@ _QUEUES_TYPES = """queue STRING, fifo BOOLEAN, visibility_timeout BIGINT, delay_
 COUNTERS = tuple(types.COUNTERS)
 
 _METRICS_SQL = f"""(SELECT q.name AS queue, c.minute, {", ".join(f"c.{c}" for c in COUNTERS)}
-FROM queue_metrics AS c JOIN queues AS q ON q.id = c.queue_id) AS durableq_metrics"""
+FROM durableq_queue_metrics AS c JOIN durableq_queues AS q ON q.id = c.queue_id) AS durableq_metrics"""
 _METRICS_TYPES = "queue STRING, minute BIGINT, " + ", ".join(f"{c} BIGINT" for c in COUNTERS)
 
 # Unexpired messages per queue (the whole snapshot, whatever the window): where the depth walks back from.
@@ -80,7 +80,7 @@ _DEPTH_TYPES = "queue STRING, depth BIGINT"
 # but the counters will count them only when a sweep removes them.
 _UNSWEPT_SQL = """(SELECT q.name AS queue,
   ((m.enqueued_at + q.retention_period * 1000) / 60000) * 60000 AS minute, count(*) AS expired_unswept
-FROM messages AS m JOIN queues AS q ON q.id = m.queue_id
+FROM durableq_messages AS m JOIN durableq_queues AS q ON q.id = m.queue_id
 WHERE NOT ({unexpired})
 GROUP BY q.name, ((m.enqueued_at + q.retention_period * 1000) / 60000) * 60000) AS durableq_unswept"""
 _UNSWEPT_TYPES = "queue STRING, minute BIGINT, expired_unswept BIGINT"

@@ -60,6 +60,7 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
         snapshot_dir: str | os.PathLike[str] | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        schema: str | None = None,
     ) -> QueueAnalytics:
         """Snapshot the durableq database at ``path`` (a file, or a ``postgresql://`` URL) and get
         ready to read it with Spark.
@@ -84,7 +85,8 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
         connects to the database: see ``durableq.engines.postgres.snapshot``).
         ``since``/``until`` (timezone-aware datetimes): only messages sent, and
         counter minutes, in ``[since, until)``; SQLite applies the window, so
-        the rest of the file is never read into Spark.
+        the rest of the file is never read into Spark.  ``schema``: on
+        PostgreSQL, the schema of durableq's tables (as :func:`durableq.open`).
         """
         if spark is not None and (master is not None or jdbc_jar is not None):
             raise InvalidParameterValue("give either spark or master/jdbc_jar: a given session keeps its own")
@@ -97,7 +99,7 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
         # Decided (and a missing driver found) before copying anything; started after the copy.
         driver = driver_of(path)
         plan = None if spark is not None else plan_session(master, jdbc_jar, driver)
-        snapshot = take(path, clock, snapshot_dir)
+        snapshot = take(path, clock, snapshot_dir, schema=schema)
         owns = False
         try:
             if plan is not None:

@@ -53,6 +53,7 @@ def run_report(
     snapshot_dir: str | os.PathLike[str] | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
+    schema: str | None = None,
 ) -> dict[str, Rows]:
     """Run one report (a name of :data:`REPORT_NAMES`) or ``"all"`` over a snapshot of ``path``.
 
@@ -76,6 +77,7 @@ def run_report(
             snapshot_dir=snapshot_dir,
             since=since,
             until=until,
+            schema=schema,
         ) as analytics,
         explained(analytics),
     ):
@@ -109,6 +111,7 @@ def export_parquet(
     snapshot_dir: str | os.PathLike[str] | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
+    schema: str | None = None,
 ) -> Rows:
     """Write a snapshot's tables as Parquet under ``out_dir`` (a path or a URL Spark can write).
 
@@ -136,6 +139,7 @@ def export_parquet(
             snapshot_dir=snapshot_dir,
             since=since,
             until=until,
+            schema=schema,
         ) as analytics,
         explained(analytics),
     ):
@@ -172,6 +176,7 @@ def export_events(
     partitions: int | None = None,
     snapshot_dir: str | os.PathLike[str] | None = None,
     hook: Hook | None = None,
+    schema: str | None = None,
 ) -> Rows:
     """Append the events written since the last run to Parquet under ``out_dir`` (a local folder).
 
@@ -202,6 +207,7 @@ def export_events(
             clock=clock,
             partitions=partitions,
             snapshot_dir=snapshot_dir,
+            schema=schema,
         ) as analytics,
         explained(analytics),
     ):

@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .. import limits
+from .. import limits, validation
 from ..engines.base import ExportedSnapshot
 from ..engines.dialect import Dialect
 from ..engines.location import file_of, open_database
+from ..errors import InvalidParameterValue
+from ..limits import DEFAULT_POSTGRES_SCHEMA
 from ..types import datetime_from_ms
 from .driver import Driver, driver_of
 from .errors import AnalyticsError
@@ -103,20 +105,30 @@ class Snapshot:
 
 
 def take(
-    source: str | os.PathLike[str], clock: Callable[[], float], directory: str | os.PathLike[str] | None
+    source: str | os.PathLike[str],
+    clock: Callable[[], float],
+    directory: str | os.PathLike[str] | None,
+    *,
+    schema: str | None = None,
 ) -> Snapshot:
     """A snapshot of ``source`` (a SQLite file, or a PostgreSQL URL), taken by its engine.
 
     A file is copied into a new folder under ``directory`` (default: the system temp folder; see
     ``durableq.engines.sqlite.copies.copy_for_readers`` for the permissions); on PostgreSQL nothing is
-    copied and ``directory`` does not apply.
+    copied and ``directory`` does not apply; ``schema`` is the one of durableq's tables there (checked
+    as :func:`durableq.open` checks it).
     """
     if file_of(source) is not None and directory is not None and not Path(directory).is_dir():
         raise AnalyticsError(
             f"the snapshot folder {directory} does not exist or is not a folder; create it first "
             "(on a cluster: a folder every executor can read)"
         )
-    database = open_database(source, "normal", limits.DEFAULT_BUSY_TIMEOUT, create=False)
+    if file_of(source) is not None and schema is not None:
+        raise InvalidParameterValue(f"schema applies to a PostgreSQL database, not the file {source}")
+    schema = (
+        None if file_of(source) is not None else validation.schema_name(schema or DEFAULT_POSTGRES_SCHEMA)
+    )
+    database = open_database(source, "normal", limits.DEFAULT_BUSY_TIMEOUT, create=False, schema=schema)
     try:
         exported = database.export_snapshot(clock, directory)
     finally:

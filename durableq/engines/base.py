@@ -164,10 +164,12 @@ class Database(Protocol):
         may run side by side: see :attr:`concurrent_changes`."""
         ...
 
-    #: A statement an operation inside a transaction it did not begin sends after it, which the
-    #: commit delivers to the change watchers of every process (PostgreSQL's ``NOTIFY``); None where
-    #: the commit itself reaches them (SQLite's file).
-    joined_notice: str | None
+    @property
+    def joined_notice(self) -> str | None:
+        """A statement an operation inside a transaction it did not begin sends after it, which the
+        commit delivers to the change watchers of every process (PostgreSQL's ``NOTIFY``); None where
+        the commit itself reaches them (SQLite's file)."""
+        ...
 
     def joined_lock(self, alone: bool) -> str | None:
         """What an operation inside a transaction it did not begin (the application's) runs first,
@@ -250,8 +252,26 @@ class Database(Protocol):
         """Held while migrating: one process migrates a database at a time."""
         ...
 
-    def prepare_migration(self) -> None:
-        """Settings a database needs before its first migration (inside the migration lock)."""
+    def prepare_migration(self, target: str = "head") -> None:
+        """Settings a database needs before its first migration, and a database of a revision before
+        0009 made ready for alembic (inside the migration lock, before an upgrade to ``target``)."""
+        ...
+
+    def after_downgrade(self, revision: str | None) -> None:
+        """After a downgrade to ``revision`` (inside the migration lock): below 0009, the database put
+        back where the durableq of that revision finds it; at base, durableq's version table gone."""
+        ...
+
+    def drop_all(self) -> bool:
+        """Remove every table of durableq's at once (a downgrade to base), where the engine does so
+        rather than walk the revisions down (see the SQLite engine); False: walk them."""
+        ...
+
+    def on_foreign_connection(self, conn: Any) -> AbstractContextManager[Any]:
+        """For the block, ``conn``, a driver connection of the application's to this database, names
+        durableq's tables as durableq's own connections do (on PostgreSQL: durableq's schema first in
+        its ``search_path``, for the transaction under way, and the application's path back after
+        the block).  Yields ``conn``."""
         ...
 
     #: The table alembic keeps the revision in.

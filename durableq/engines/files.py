@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import (
@@ -17,7 +19,7 @@ from ..errors import (
     InvalidParameterValue,
     NotADurableQDatabase,
 )
-from .fileformat import APPLICATION_ID
+from .fileformat import APPLICATION_ID, LEGACY_VERSION_TABLE, PREFIX, PREFIXED_REVISION, VERSION_TABLE
 
 _MIN_PAGE_SIZE = 512
 
@@ -62,35 +64,98 @@ def check_existing(path: Path) -> None:
 
 
 def identify(conn: sqlite3.Connection, path: Path) -> bool:
-    """True if ``conn`` holds a durableq database, False if it is empty; else raise."""
+    """True if ``conn``'s file holds durableq's tables (of any revision), False if none yet: a new file,
+    or an application's that durableq may share; else raise.
+
+    durableq shares a file with an application's tables (its own names all begin with
+    :data:`.fileformat.PREFIX`, since revision 0009), and knows its tables by its version table
+    (before 0009, by its application id and alembic's default version table: the file was its alone).
+    A file that holds durableq's names without durableq's version table is refused: durableq did not
+    make them, and would take them for its own.
+    """
     (application_id,) = conn.execute("PRAGMA application_id").fetchone()
-    if application_id == APPLICATION_ID:
+    names = [row[0] for row in conn.execute(_OWN_NAMES)]
+    if VERSION_TABLE in names or application_id == APPLICATION_ID:
         return True
-    (tables,) = conn.execute(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-    ).fetchone()
-    if application_id == 0 and tables == 0:
-        return False
-    raise NotADurableQDatabase(
-        f"{path} is an SQLite database of another application (application_id "
-        f"{application_id:#x}, {tables} tables); durableq leaves it untouched"
-    )
+    if names:
+        raise NotADurableQDatabase(
+            f"{path} holds {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}, which durableq did "
+            f"not make (the file has no {VERSION_TABLE}); durableq names its tables and indexes "
+            f"{PREFIX}…, and shares a file with an application whose names are all other ones"
+        )
+    return False
+
+
+# Every name of the file that is durableq's kind of name (LIKE would take "_" for any letter).
+_OWN_NAMES = f"SELECT name FROM sqlite_master WHERE substr(name, 1, {len(PREFIX)}) = '{PREFIX}' ORDER BY name"
+
+
+def _has_table(conn: sqlite3.Connection, name: str) -> bool:
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone()
+    return row is not None
+
+
+def _version_table(conn: sqlite3.Connection) -> str | None:
+    """The table that holds the file's revision: :data:`.fileformat.VERSION_TABLE`, or in a file of
+    durableq's alone before revision 0009, alembic's default one; None: neither."""
+    if _has_table(conn, VERSION_TABLE):
+        return VERSION_TABLE
+    (application_id,) = conn.execute("PRAGMA application_id").fetchone()
+    if application_id == APPLICATION_ID and _has_table(conn, LEGACY_VERSION_TABLE):
+        return LEGACY_VERSION_TABLE
+    return None
 
 
 def read_revision(conn: sqlite3.Connection) -> str | None:
     """The alembic revision a durableq file (see :func:`identify`) is at; None before its first migration."""
-    has_table = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'"
-    ).fetchone()
-    if not has_table:
+    table = _version_table(conn)
+    if table is None:
         return None
-    row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+    row = conn.execute(f"SELECT version_num FROM {table}").fetchone()
     return row[0] if row else None
 
 
 def configure_new(conn: sqlite3.Connection) -> None:
-    """Settings stored in a new file (inside the creating transaction where SQLite allows)."""
-    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    """Settings stored in a new file: durableq's application id, in a file that holds nothing yet (an
+    application's file keeps its own, 0 included)."""
+    (tables,) = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    (application_id,) = conn.execute("PRAGMA application_id").fetchone()
+    if tables == 0 and application_id == 0:
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+
+
+def adopt_legacy_version(conn: sqlite3.Connection) -> None:
+    """Before alembic runs: the revision of a file before 0009 into :data:`.fileformat.VERSION_TABLE`
+    (alembic stamps the table it is configured with)."""
+    if _version_table(conn) == LEGACY_VERSION_TABLE:
+        with _write(conn):
+            conn.execute(f"ALTER TABLE {LEGACY_VERSION_TABLE} RENAME TO {VERSION_TABLE}")
+
+
+def after_downgrade(conn: sqlite3.Connection, revision: str | None) -> None:
+    """After a downgrade to ``revision``: at base, durableq's version table goes too (nothing of
+    durableq's is left in a shared file); below 0009, in a file of durableq's own, the revision goes
+    back where the durableq of that revision reads it."""
+    if not _has_table(conn, VERSION_TABLE):
+        return
+    with _write(conn):
+        if revision is None:
+            conn.execute(f"DROP TABLE {VERSION_TABLE}")
+        elif revision < PREFIXED_REVISION and _version_table(conn) == VERSION_TABLE:
+            (application_id,) = conn.execute("PRAGMA application_id").fetchone()
+            if application_id == APPLICATION_ID and not _has_table(conn, LEGACY_VERSION_TABLE):
+                conn.execute(f"ALTER TABLE {VERSION_TABLE} RENAME TO {LEGACY_VERSION_TABLE}")
+
+
+@contextmanager
+def _write(conn: sqlite3.Connection) -> Iterator[None]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def use_wal(conn: sqlite3.Connection) -> None:

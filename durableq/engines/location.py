@@ -61,13 +61,22 @@ def require_file(location: str | os.PathLike[str]) -> None:
 
 
 def open_database(
-    location: str | os.PathLike[str], durability: str, busy_timeout: float, *, create: bool = True
+    location: str | os.PathLike[str],
+    durability: str,
+    busy_timeout: float,
+    *,
+    create: bool = True,
+    schema: str | None = None,
 ) -> Database:
-    """The engine ``location`` names: a ``postgresql://`` URL, or else a SQLite file (created private
-    if missing, unless ``create`` is False).  Nothing connects before the first statement."""
+    """The engine ``location`` names: a ``postgresql://`` URL (its tables in ``schema``, default
+    :data:`..limits.DEFAULT_POSTGRES_SCHEMA`), or else a SQLite file (created private if missing,
+    unless ``create`` is False).  Nothing connects before the first statement."""
     if isinstance(location, str) and postgres_url(location):
         database: Database = postgres_engine(location).Database(
-            location, durability=durability, busy_timeout=busy_timeout
+            location,
+            durability=durability,
+            busy_timeout=busy_timeout,
+            schema=schema or limits.DEFAULT_POSTGRES_SCHEMA,
         )
         return database
     from .sqlite.database import Database as SqliteDatabase

@@ -126,19 +126,22 @@ def upgrade(db: Database, target: str = "head") -> str | None:
 
     with db.migration_lock(), _translated(db), _alembic_quiet():
         _check_known(db, db.revision())
-        db.prepare_migration()
+        db.prepare_migration(target)
         command.upgrade(alembic_config(db), target)
     return current(db)
 
 
 def downgrade(db: Database, target: str) -> str | None:
-    """Migrate down to ``target`` (``"base"`` removes every table)."""
+    """Migrate down to ``target`` (``"base"`` removes every table of durableq's, and only those)."""
     with _alembic_quiet():
         from alembic import command
 
     with db.migration_lock(), _translated(db), _alembic_quiet():
         current(db)  # refuses files that are not ours before alembic touches them
-        command.downgrade(alembic_config(db), target)
+        db.prepare_migration(target)  # a database left below 0009 by an older durableq: where alembic looks
+        if not (target == "base" and db.drop_all()):
+            command.downgrade(alembic_config(db), target)
+            db.after_downgrade(current(db))
     return current(db)
 
 

@@ -28,6 +28,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import TextClause
 
 from .dialect import SQLITE, named
+from .fileformat import PREFIX
 
 metadata = MetaData()
 
@@ -42,7 +43,7 @@ def random_hex(bind: Connection) -> TextClause:
 
 
 queues = Table(
-    "queues",
+    f"{PREFIX}queues",
     metadata,
     # AUTOINCREMENT: a deleted queue's id is never reused, so its receipt handles stay invalid.
     Column("id", Integer, primary_key=True),
@@ -85,7 +86,7 @@ queues = Table(
 )
 
 messages = Table(
-    "messages",
+    f"{PREFIX}messages",
     metadata,
     Column("id", ROW_ID, primary_key=True),
     Column("queue_id", Integer, nullable=False),
@@ -115,12 +116,12 @@ messages = Table(
     Column("payload_meta", Text),
     # Receive claims the head of this index; with enqueued_at and receive_count in it,
     # stats and the in-flight check count from the index alone, reading no message row.
-    Index("ix_messages_visible", "queue_id", "visible_at", "enqueued_at", "receive_count"),
+    Index(f"{PREFIX}ix_messages_visible", "queue_id", "visible_at", "enqueued_at", "receive_count"),
     # Retention sweeps and the oldest-message age.
-    Index("ix_messages_enqueued", "queue_id", "enqueued_at"),
+    Index(f"{PREFIX}ix_messages_enqueued", "queue_id", "enqueued_at"),
     # Receive of a virtual queue: its own head, however many virtual queues share the host.
     Index(
-        "ix_messages_virtual",
+        f"{PREFIX}ix_messages_virtual",
         "queue_id",
         "virtual",
         "visible_at",
@@ -131,13 +132,13 @@ messages = Table(
     ),
     # Is a payload file named by a row?  (The orphan sweep asks, file by file.)
     Index(
-        "ix_messages_payload",
+        f"{PREFIX}ix_messages_payload",
         "payload_ref",
         sqlite_where=text("payload_ref IS NOT NULL"),
         postgresql_where=text("payload_ref IS NOT NULL"),
     ),
     Index(
-        "ix_messages_group",
+        f"{PREFIX}ix_messages_group",
         "queue_id",
         "group_id",
         "sequence",
@@ -147,7 +148,7 @@ messages = Table(
 )
 
 tags = Table(
-    "tags",
+    f"{PREFIX}tags",
     metadata,
     Column("queue_id", Integer, primary_key=True),
     Column("key", Text, primary_key=True),
@@ -156,7 +157,7 @@ tags = Table(
 )
 
 queue_metrics = Table(
-    "queue_metrics",
+    f"{PREFIX}queue_metrics",
     metadata,
     Column("queue_id", Integer, primary_key=True),
     Column("minute", BigInteger, primary_key=True),  # epoch ms of the minute's start
@@ -174,7 +175,7 @@ queue_metrics = Table(
 
 # The management calls made on the file, always kept (revision 0004): the CloudTrail analogue.
 audit_events = Table(
-    "audit_events",
+    f"{PREFIX}audit_events",
     metadata,
     # AUTOINCREMENT: ids only grow, so "after event N" is a checkpoint a reader can keep.
     Column("id", ROW_ID, primary_key=True),
@@ -185,15 +186,15 @@ audit_events = Table(
     Column("queue", Text),
     Column("outcome", Text, nullable=False),  # "OK" or the error's code
     Column("detail", Text),  # JSON: what changed (attribute names, tag keys, a task handle, ...)
-    Index("ix_audit_events_queue", "queue", "at"),
-    Index("ix_audit_events_at", "at"),
+    Index(f"{PREFIX}ix_audit_events_queue", "queue", "at"),
+    Index(f"{PREFIX}ix_audit_events_at", "at"),
     sqlite_autoincrement=True,
 )
 
 # What happened to each message of a queue with history on (revision 0005), written in the
 # transaction of the operation itself: the data events.  Goes with its queue, like its counters.
 message_events = Table(
-    "message_events",
+    f"{PREFIX}message_events",
     metadata,
     # The rowid: ids only grow and are never reused (see durableq/ops/history.py: the newest row is
     # never deleted), so "after event N" is a safe checkpoint.  Not AUTOINCREMENT: its bookkeeping
@@ -206,14 +207,14 @@ message_events = Table(
     Column("receive_count", Integer, nullable=False),  # the message's, after the event
     Column("other_queue", Text),  # a move's other end: where it went, or where it came from
     # Reads and the retention sweep of one queue.
-    Index("ix_message_events_queue", "queue_id", "at"),
+    Index(f"{PREFIX}ix_message_events_queue", "queue_id", "at"),
 )
 
 # Data keys (revision 0007): each encrypts messages for its queue's reuse period; stored wrapped
 # (AES-256-GCM) by a master key of the keyring, named by alias and version.  Never deleted: a message
 # names its data key by id for as long as it lives.
 data_keys = Table(
-    "data_keys",
+    f"{PREFIX}data_keys",
     metadata,
     Column("id", Integer, primary_key=True),
     Column("alias", Text, nullable=False),
@@ -222,15 +223,15 @@ data_keys = Table(
     Column("created_at", BigInteger, nullable=False),
     # A broker that needs a data key takes the newest one of the master key's version within the
     # queue's reuse period, whoever stored it.
-    Index("ix_data_keys_alias", "alias", "version", "created_at"),
+    Index(f"{PREFIX}ix_data_keys_alias", "alias", "version", "created_at"),
     sqlite_autoincrement=True,
 )
 
 # Payload files whose message row is gone (revision 0007), written by the trigger
-# ``messages_payload_gone`` in the transaction that removed the row, whichever process and operation
+# ``durableq_messages_payload_gone`` in the transaction that removed the row, whichever process and operation
 # did (delete, expiry, purge, queue deletion); any broker removes the files and then these rows.
 payload_trash = Table(
-    "payload_trash",
+    f"{PREFIX}payload_trash",
     metadata,
     Column("ref", Text, primary_key=True),
     sqlite_with_rowid=False,
@@ -239,13 +240,13 @@ payload_trash = Table(
 # The database's identity (revision 0008): one random id, made by the migration, that its payload
 # store is bound to (ops/payload_owner.py), so that two databases never share one store.
 database_identity = Table(
-    "database_identity",
+    f"{PREFIX}database_identity",
     metadata,
     Column("id", Text, primary_key=True),
 )
 
 message_moves = Table(
-    "message_moves",
+    f"{PREFIX}message_moves",
     metadata,
     Column("task_handle", Text, primary_key=True),
     Column("source", Text, nullable=False),
@@ -257,23 +258,23 @@ message_moves = Table(
     Column("started_at", BigInteger, nullable=False),
     Column("heartbeat_at", BigInteger, nullable=False),
     Column("failure_reason", Text),
-    Index("ix_message_moves_source", "source", "started_at"),
+    Index(f"{PREFIX}ix_message_moves_source", "source", "started_at"),
 )
 
 fifo_groups = Table(
-    "fifo_groups",
+    f"{PREFIX}fifo_groups",
     metadata,
     Column("id", Integer, primary_key=True),
     Column("queue_id", Integer, nullable=False),
     Column("group_id", Text, nullable=False),
     # When the group may next be served: its head is visible and nothing of it is in flight.
     Column("available_at", BigInteger, nullable=False),
-    UniqueConstraint("queue_id", "group_id", name="uq_fifo_groups_group"),
-    Index("ix_fifo_groups_available", "queue_id", "available_at"),
+    UniqueConstraint("queue_id", "group_id", name=f"{PREFIX}uq_fifo_groups_group"),
+    Index(f"{PREFIX}ix_fifo_groups_available", "queue_id", "available_at"),
 )
 
 fifo_deduplication = Table(
-    "fifo_deduplication",
+    f"{PREFIX}fifo_deduplication",
     metadata,
     Column("queue_id", Integer, primary_key=True),
     Column("scope", Text, primary_key=True),  # '' for queue scope, else the group id
@@ -281,17 +282,17 @@ fifo_deduplication = Table(
     Column("message_id", Text, nullable=False),
     Column("sequence", BigInteger, nullable=False),
     Column("expires_at", BigInteger, nullable=False),
-    Index("ix_fifo_deduplication_expires", "queue_id", "expires_at"),
+    Index(f"{PREFIX}ix_fifo_deduplication_expires", "queue_id", "expires_at"),
     sqlite_with_rowid=False,
 )
 
 receive_attempts = Table(
-    "receive_attempts",
+    f"{PREFIX}receive_attempts",
     metadata,
     Column("queue_id", Integer, primary_key=True),
     Column("attempt_id", Text, primary_key=True),
     Column("expires_at", BigInteger, nullable=False),
     Column("messages", Text, nullable=False),  # JSON [[row id, receipt handle, visible_at], ...]
-    Index("ix_receive_attempts_expires", "queue_id", "expires_at"),
+    Index(f"{PREFIX}ix_receive_attempts_expires", "queue_id", "expires_at"),
     sqlite_with_rowid=False,
 )

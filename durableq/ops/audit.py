@@ -43,10 +43,10 @@ log = logging.getLogger(__name__)
 OK = "OK"
 
 _INSERT = (
-    'INSERT INTO audit_events (at, pid, "user", action, queue, outcome, detail) '
+    'INSERT INTO durableq_audit_events (at, pid, "user", action, queue, outcome, detail) '
     "VALUES (:at, :pid, :user, :action, :queue, :outcome, :detail)"
 )
-_SELECT = 'SELECT id, at, pid, "user", action, queue, outcome, detail FROM audit_events'
+_SELECT = 'SELECT id, at, pid, "user", action, queue, outcome, detail FROM durableq_audit_events'
 
 
 def record(

@@ -41,10 +41,10 @@ PURGED = COLUMNS.index("purged")
 
 # Counts are kept by queue name; a queue deleted meanwhile takes its counts with it.
 _UPSERT = f"""
-INSERT INTO queue_metrics (queue_id, minute, {", ".join(COLUMNS)})
-SELECT id, :minute, {", ".join(f":{c}" for c in COLUMNS)} FROM queues WHERE name = :queue
+INSERT INTO durableq_queue_metrics (queue_id, minute, {", ".join(COLUMNS)})
+SELECT id, :minute, {", ".join(f":{c}" for c in COLUMNS)} FROM durableq_queues WHERE name = :queue
 ON CONFLICT (queue_id, minute) DO UPDATE SET
-  {", ".join(f"{c} = queue_metrics.{c} + excluded.{c}" for c in COLUMNS)}
+  {", ".join(f"{c} = durableq_queue_metrics.{c} + excluded.{c}" for c in COLUMNS)}
 """
 
 

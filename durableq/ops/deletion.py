@@ -23,12 +23,12 @@ DELETE_QUEUE = "DeleteQueue"
 
 #: Tables whose rows belong to one queue and go when it is deleted (and its history: history.forget).
 _QUEUE_OWNED = (
-    "messages",
-    "tags",
-    "queue_metrics",
-    "fifo_groups",
-    "fifo_deduplication",
-    "receive_attempts",
+    "durableq_messages",
+    "durableq_tags",
+    "durableq_queue_metrics",
+    "durableq_fifo_groups",
+    "durableq_fifo_deduplication",
+    "durableq_receive_attempts",
 )
 
 #: Which queues a deletion that nobody named picks inside its transaction, each with the reason its
@@ -78,5 +78,5 @@ def _remove(conn: Connection, queue: QueueConfig) -> None:
     for table in _QUEUE_OWNED:
         conn.execute(f"DELETE FROM {table} WHERE queue_id = ?", (queue.id,))
     history.forget(conn, queue)
-    conn.execute("DELETE FROM queues WHERE id = ?", (queue.id,))
+    conn.execute("DELETE FROM durableq_queues WHERE id = ?", (queue.id,))
     queue_rows.changed(conn)

@@ -35,7 +35,7 @@ def find_duplicate(
 ) -> tuple[str, int] | None:
     """The message id and sequence a deduplication id was accepted for in the last 5 minutes."""
     row = conn.execute(
-        "SELECT message_id, sequence FROM fifo_deduplication "
+        "SELECT message_id, sequence FROM durableq_fifo_deduplication "
         "WHERE queue_id = ? AND scope = ? AND deduplication_id = ? AND expires_at > ?",
         (queue_id, scope, dedup_id, now),
     ).fetchone()
@@ -52,7 +52,7 @@ def remember(
     now: int,
 ) -> None:
     conn.execute(
-        "INSERT INTO fifo_deduplication "
+        "INSERT INTO durableq_fifo_deduplication "
         "(queue_id, scope, deduplication_id, message_id, sequence, expires_at) VALUES (?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (queue_id, scope, deduplication_id) DO UPDATE SET message_id = excluded.message_id, "
         "sequence = excluded.sequence, expires_at = excluded.expires_at",
@@ -68,8 +68,12 @@ def forget_expired(conn: Connection, queue_id: int, now: int) -> None:
     more: a clock that steps back (NTP, a resumed VM) still finds every id it should.
     """
     horizon = now - limits.MAX_CLOCK_STEP_BACK * 1000
-    conn.execute("DELETE FROM fifo_deduplication WHERE queue_id = ? AND expires_at <= ?", (queue_id, horizon))
-    conn.execute("DELETE FROM receive_attempts WHERE queue_id = ? AND expires_at <= ?", (queue_id, horizon))
+    conn.execute(
+        "DELETE FROM durableq_fifo_deduplication WHERE queue_id = ? AND expires_at <= ?", (queue_id, horizon)
+    )
+    conn.execute(
+        "DELETE FROM durableq_receive_attempts WHERE queue_id = ? AND expires_at <= ?", (queue_id, horizon)
+    )
 
 
 # -- groups ------------------------------------------------------------------
@@ -78,7 +82,7 @@ def forget_expired(conn: Connection, queue_id: int, now: int) -> None:
 def add_to_group(conn: Connection, queue_id: int, group_id: str, visible_at: int) -> None:
     """A message joined ``group_id`` at its tail: only a new group changes availability."""
     conn.execute(
-        "INSERT INTO fifo_groups (queue_id, group_id, available_at) VALUES (?, ?, ?) "
+        "INSERT INTO durableq_fifo_groups (queue_id, group_id, available_at) VALUES (?, ?, ?) "
         "ON CONFLICT (queue_id, group_id) DO NOTHING",
         (queue_id, group_id, visible_at),
     )
@@ -89,10 +93,12 @@ def refresh_groups(conn: Connection, queue_id: int, group_ids: Iterable[str]) ->
     for group_id in set(group_ids):
         available_at = _available_at(conn, queue_id, group_id)
         if available_at is None:
-            conn.execute("DELETE FROM fifo_groups WHERE queue_id = ? AND group_id = ?", (queue_id, group_id))
+            conn.execute(
+                "DELETE FROM durableq_fifo_groups WHERE queue_id = ? AND group_id = ?", (queue_id, group_id)
+            )
         else:
             conn.execute(
-                "UPDATE fifo_groups SET available_at = ? WHERE queue_id = ? AND group_id = ?",
+                "UPDATE durableq_fifo_groups SET available_at = ? WHERE queue_id = ? AND group_id = ?",
                 (available_at, queue_id, group_id),
             )
 
@@ -102,7 +108,7 @@ def _available_at(conn: Connection, queue_id: int, group_id: str) -> int | None:
     from the head on (receives take a run from the head, so that run holds every message
     in flight); None for an empty group."""
     rows = conn.execute(
-        f"SELECT visible_at, {RECEIVED_SQL} FROM messages "
+        f"SELECT visible_at, {RECEIVED_SQL} FROM durableq_messages "
         "WHERE queue_id = ? AND group_id = ? ORDER BY sequence",
         (queue_id, group_id),
     )
@@ -122,7 +128,7 @@ def _available_at(conn: Connection, queue_id: int, group_id: str) -> int | None:
 
 def _block_groups(conn: Connection, queue_id: int, group_ids: Iterable[str], until: int) -> None:
     conn.executemany(
-        "UPDATE fifo_groups SET available_at = ? WHERE queue_id = ? AND group_id = ?",
+        "UPDATE durableq_fifo_groups SET available_at = ? WHERE queue_id = ? AND group_id = ?",
         [(until, queue_id, g) for g in set(group_ids)],
     )
 
@@ -135,7 +141,7 @@ def _block_groups(conn: Connection, queue_id: int, group_ids: Iterable[str], unt
 # only as far as this receive needs.
 _CANDIDATES = """
 SELECT g.group_id, m.id, m.visible_at, m.enqueued_at, m.receive_count
-FROM fifo_groups g JOIN messages m ON m.queue_id = g.queue_id AND m.group_id = g.group_id
+FROM durableq_fifo_groups g JOIN durableq_messages m ON m.queue_id = g.queue_id AND m.group_id = g.group_id
 WHERE g.queue_id = ? AND g.available_at <= ?
 ORDER BY g.available_at, g.id, m.sequence
 """
@@ -210,7 +216,7 @@ def claim(
 # queue's whole index; see relocation.py).
 def _attempt_rows(d: Dialect) -> str:
     return f"""
-SELECT id, receipt_handle, visible_at, group_id FROM messages
+SELECT id, receipt_handle, visible_at, group_id FROM durableq_messages
 WHERE +queue_id = :queue_id AND id IN {d.in_ids(":ids")}
 """
 
@@ -226,7 +232,8 @@ def replay_attempt(
     Their visibility timeout starts again, as SQS does for a retried attempt.
     """
     row = conn.execute(
-        "SELECT messages FROM receive_attempts WHERE queue_id = ? AND attempt_id = ? AND expires_at > ?",
+        "SELECT messages FROM durableq_receive_attempts "
+        "WHERE queue_id = ? AND attempt_id = ? AND expires_at > ?",
         (queue.id, attempt_id, now),
     ).fetchone()
     if row is None:
@@ -247,7 +254,8 @@ def replay_attempt(
         return None
     # Restart the visibility timeout, within the 12-hour cap of each receive.
     rows = conn.execute(
-        f"UPDATE messages SET visible_at = CASE WHEN :visible_at < {VISIBILITY_CAP_SQL} THEN :visible_at "
+        "UPDATE durableq_messages "
+        f"SET visible_at = CASE WHEN :visible_at < {VISIBILITY_CAP_SQL} THEN :visible_at "
         f"ELSE {VISIBILITY_CAP_SQL} END WHERE id IN {conn.dialect.in_ids(':ids')} "
         f"RETURNING {COLUMNS}, visible_at",
         {"visible_at": visible_at, "ids": encode_ids(ids)},
@@ -283,12 +291,13 @@ def _store_attempt(
 ) -> None:
     if keep_expiry:
         conn.execute(
-            "UPDATE receive_attempts SET messages = ? WHERE queue_id = ? AND attempt_id = ?",
+            "UPDATE durableq_receive_attempts SET messages = ? WHERE queue_id = ? AND attempt_id = ?",
             (json.dumps(entries), queue_id, attempt_id),
         )
     else:
         conn.execute(
-            "INSERT INTO receive_attempts (queue_id, attempt_id, expires_at, messages) VALUES (?, ?, ?, ?) "
+            "INSERT INTO durableq_receive_attempts (queue_id, attempt_id, expires_at, messages) "
+            "VALUES (?, ?, ?, ?) "
             "ON CONFLICT (queue_id, attempt_id) DO UPDATE SET expires_at = excluded.expires_at, "
             "messages = excluded.messages",
             (queue_id, attempt_id, now + _ATTEMPT_INTERVAL_MS, json.dumps(entries)),
@@ -300,6 +309,6 @@ def _store_attempt(
 
 def take_sequences(conn: Connection, queue_id: int, count: int) -> range:
     """The next ``count`` sequence numbers of a FIFO queue, taken (inside the caller's write)."""
-    (last,) = conn.execute("SELECT next_sequence FROM queues WHERE id = ?", (queue_id,)).fetchone()
-    conn.execute("UPDATE queues SET next_sequence = ? WHERE id = ?", (last + count, queue_id))
+    (last,) = conn.execute("SELECT next_sequence FROM durableq_queues WHERE id = ?", (queue_id,)).fetchone()
+    conn.execute("UPDATE durableq_queues SET next_sequence = ? WHERE id = ?", (last + count, queue_id))
     return range(last + 1, last + count + 1)

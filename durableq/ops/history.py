@@ -62,31 +62,33 @@ EVENTS = (
 )
 
 _INSERT = (
-    "INSERT INTO message_events (queue_id, at, event, message_id, receive_count, other_queue) "
+    "INSERT INTO durableq_message_events (queue_id, at, event, message_id, receive_count, other_queue) "
     "VALUES (?, ?, ?, ?, ?, ?)"
 )
 #: Events of the messages of ``:queue_id`` a statement is about to remove or move, written by SQL.
 _INSERT_FROM_MESSAGES = """
-INSERT INTO message_events (queue_id, at, event, message_id, receive_count, other_queue)
-SELECT queue_id, :now, :event, message_id, receive_count, :other FROM messages WHERE {where} ORDER BY id
+INSERT INTO durableq_message_events (queue_id, at, event, message_id, receive_count, other_queue)
+SELECT queue_id, :now, :event, message_id, receive_count, :other FROM durableq_messages
+WHERE {where} ORDER BY id
 """
 #: Around an operation on a queue without history: one statement, atomic alone.
 _NOTHING: AbstractContextManager[None] = nullcontext()
 #: Queue ids start at 1: this one holds the placeholder a deleted queue may leave (see above).
 NO_QUEUE = 0
 # Never the newest row of the file: it keeps the next id above every id ever given.
-_NOT_NEWEST = "event_id < (SELECT max(event_id) FROM message_events)"
+_NOT_NEWEST = "event_id < (SELECT max(event_id) FROM durableq_message_events)"
 _SWEEP = f"""
-DELETE FROM message_events WHERE event_id IN (
-  SELECT event_id FROM message_events WHERE queue_id = ? AND at <= ? AND {_NOT_NEWEST} ORDER BY at LIMIT ?)
+DELETE FROM durableq_message_events WHERE event_id IN (
+  SELECT event_id FROM durableq_message_events
+  WHERE queue_id = ? AND at <= ? AND {_NOT_NEWEST} ORDER BY at LIMIT ?)
 """
-_FORGET = f"DELETE FROM message_events WHERE queue_id = ? AND {_NOT_NEWEST}"
-_KEEP_PLACEHOLDER = f"UPDATE message_events SET queue_id = {NO_QUEUE} WHERE queue_id = ?"
-_SWEEP_PLACEHOLDERS = f"DELETE FROM message_events WHERE queue_id = {NO_QUEUE} AND {_NOT_NEWEST}"
+_FORGET = f"DELETE FROM durableq_message_events WHERE queue_id = ? AND {_NOT_NEWEST}"
+_KEEP_PLACEHOLDER = f"UPDATE durableq_message_events SET queue_id = {NO_QUEUE} WHERE queue_id = ?"
+_SWEEP_PLACEHOLDERS = f"DELETE FROM durableq_message_events WHERE queue_id = {NO_QUEUE} AND {_NOT_NEWEST}"
 # Events of queues that exist, with their queue's name (a deleted queue's placeholder joins none).
 _SELECT = """
 SELECT e.event_id, e.at, q.name, e.event, e.message_id, e.receive_count, e.other_queue
-FROM message_events AS e JOIN queues AS q ON q.id = e.queue_id
+FROM durableq_message_events AS e JOIN durableq_queues AS q ON q.id = e.queue_id
 WHERE e.event_id > :after AND e.event_id <= :until"""
 
 
@@ -154,7 +156,7 @@ def events(
     """Events oldest first: of ``queue`` (every queue if None), at or after ``since`` (epoch ms),
     with an id in (``after``, ``until``], at most ``limit``."""
     sql, params = _SELECT, {"after": after, "until": until, "limit": limit}
-    if queue is not None:  # by ix_message_events_queue
+    if queue is not None:  # by durableq_ix_message_events_queue
         sql += " AND e.queue_id = :queue_id"
         params["queue_id"] = queue.id
     if since is not None:
@@ -170,5 +172,5 @@ def events(
 def newest_event_id(conn: Connection) -> int:
     """The highest event id of the file (0 if it has none): every later event's id is higher (and,
     read in a settled snapshot, no event at or below it is still to commit)."""
-    (highest,) = conn.execute("SELECT coalesce(max(event_id), 0) FROM message_events").fetchone()
+    (highest,) = conn.execute("SELECT coalesce(max(event_id), 0) FROM durableq_message_events").fetchone()
     return int(highest)

@@ -51,7 +51,7 @@ def claim_set(dialect: Dialect, visible_at: str) -> str:
 #: Claim rows by id (a JSON array), for paths that chose the rows first (FIFO).
 def _claim_ids(d: Dialect) -> str:
     return f"""
-UPDATE messages SET {claim_set(d, ":visible_at")}
+UPDATE durableq_messages SET {claim_set(d, ":visible_at")}
 WHERE id IN {d.in_ids(":ids")}
 RETURNING {COLUMNS}
 """

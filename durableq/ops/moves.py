@@ -47,7 +47,7 @@ def _heartbeat() -> int:
 
 def _fail_stale(conn: Any, source: str) -> None:
     conn.execute(
-        "UPDATE message_moves SET status = 'FAILED', failure_reason = ? "
+        "UPDATE durableq_message_moves SET status = 'FAILED', failure_reason = ? "
         "WHERE source = ? AND status IN ('RUNNING', 'CANCELLING') AND heartbeat_at < ?",
         (
             "the process running the task stopped before it finished",
@@ -92,14 +92,16 @@ class MoveTasks:
                     )
             _fail_stale(conn, source)
             if conn.execute(
-                "SELECT 1 FROM message_moves WHERE source = ? AND status IN ('RUNNING', 'CANCELLING')",
+                "SELECT 1 FROM durableq_message_moves "
+                "WHERE source = ? AND status IN ('RUNNING', 'CANCELLING')",
                 (source,),
             ).fetchone():
                 raise InvalidParameterValue(
                     f"a message move task is already running on {source!r}; cancel it first"
                 )
             conn.execute(
-                "INSERT INTO message_moves (task_handle, source, destination, max_per_second, status, moved, "
+                "INSERT INTO durableq_message_moves "
+                "(task_handle, source, destination, max_per_second, status, moved, "
                 "to_move, started_at, heartbeat_at) VALUES (?, ?, ?, ?, 'RUNNING', 0, ?, ?, ?)",
                 (
                     handle,
@@ -132,7 +134,8 @@ class MoveTasks:
             queue_rows.load(conn, source)
             _fail_stale(conn, source)
             rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM message_moves WHERE source = ? ORDER BY started_at DESC, rowid DESC",
+                f"SELECT {_COLUMNS} FROM durableq_message_moves "
+                "WHERE source = ? ORDER BY started_at DESC, rowid DESC",
                 (source,),
             ).fetchall()
         return [_task(row) for row in rows]
@@ -149,7 +152,8 @@ class MoveTasks:
                     "only a RUNNING task can be cancelled"
                 )
             conn.execute(
-                "UPDATE message_moves SET status = 'CANCELLING' WHERE task_handle = ?", (task_handle,)
+                "UPDATE durableq_message_moves SET status = 'CANCELLING' WHERE task_handle = ?",
+                (task_handle,),
             )
             audit.succeeded(conn, self._clock_ms(), {"task_handle": task_handle}, queue=task.source)
             return self._load(conn, task_handle)
@@ -170,7 +174,7 @@ class MoveTasks:
     @staticmethod
     def _load(conn: Any, task_handle: object) -> MoveTask:
         row = conn.execute(
-            f"SELECT {_COLUMNS} FROM message_moves WHERE task_handle = ?", (task_handle,)
+            f"SELECT {_COLUMNS} FROM durableq_message_moves WHERE task_handle = ?", (task_handle,)
         ).fetchone()
         if row is None:
             raise ResourceNotFoundException(f"there is no message move task {task_handle!r}")
@@ -196,7 +200,7 @@ class MoveTasks:
         try:
             with self._db.write() as conn:
                 conn.execute(
-                    "UPDATE message_moves SET status = ?, failure_reason = ?, heartbeat_at = ? "
+                    "UPDATE durableq_message_moves SET status = ?, failure_reason = ?, heartbeat_at = ? "
                     "WHERE task_handle = ? AND status IN ('RUNNING', 'CANCELLING')",
                     (status, reason, _heartbeat(), handle),
                 )
@@ -242,12 +246,15 @@ class MoveTasks:
     @staticmethod
     def _set(conn: Any, handle: str, status: str, reason: str | None, moved: int) -> None:
         conn.execute(
-            "UPDATE message_moves SET status = ?, failure_reason = ?, moved = moved + ?, heartbeat_at = ? "
+            "UPDATE durableq_message_moves "
+            "SET status = ?, failure_reason = ?, moved = moved + ?, heartbeat_at = ? "
             "WHERE task_handle = ?",
             (status, reason, moved, _heartbeat(), handle),
         )
 
 
 def _count(conn: Any, queue: QueueConfig) -> int:
-    count: int = conn.execute("SELECT count(*) FROM messages WHERE queue_id = ?", (queue.id,)).fetchone()[0]
+    count: int = conn.execute(
+        "SELECT count(*) FROM durableq_messages WHERE queue_id = ?", (queue.id,)
+    ).fetchone()[0]
     return count

@@ -57,10 +57,10 @@ log = logging.getLogger(__name__)
 _TAG = 16
 _CHUNK = limits.PAYLOAD_CHUNK_SIZE
 _TRASH_BATCH = 500
-_TRASH = "SELECT ref FROM payload_trash LIMIT ?"
-_FORGET = "DELETE FROM payload_trash WHERE ref = ?"
-_IDENTITY = "SELECT id FROM database_identity"
-_NAMED = "SELECT 1 FROM messages WHERE payload_ref = ? LIMIT 1"
+_TRASH = "SELECT ref FROM durableq_payload_trash LIMIT ?"
+_FORGET = "DELETE FROM durableq_payload_trash WHERE ref = ?"
+_IDENTITY = "SELECT id FROM durableq_database_identity"
+_NAMED = "SELECT 1 FROM durableq_messages WHERE payload_ref = ? LIMIT 1"
 #: How often a broker whose file has no payload store looks whether another process made one.
 _RECHECK = 1.0
 

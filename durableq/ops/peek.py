@@ -18,7 +18,7 @@ from .states import STATE_SQL, STATES
 _PEEK = f"""
 SELECT message_id, body, attributes, receive_count, enqueued_at, visible_at, first_received_at,
        group_id, deduplication_id, sequence, dead_letter_source, state, data_key_id, payload_size
-FROM (SELECT *, {STATE_SQL} AS state FROM messages
+FROM (SELECT *, {STATE_SQL} AS state FROM durableq_messages
       WHERE queue_id = :queue_id AND enqueued_at > :expired_before) AS peeked
 WHERE CAST(:state AS TEXT) IS NULL OR state = :state
 ORDER BY enqueued_at, id

@@ -125,8 +125,8 @@ def purge(rt: Runtime, name: str) -> None:
         queue = _fresh(rt, conn, name)
         now = rt.now_ms()
         history.record_where(conn, queue, now, history.PURGED, "queue_id = :queue_id", {"queue_id": queue.id})
-        purged: int = conn.execute("DELETE FROM messages WHERE queue_id = ?", (queue.id,)).rowcount
-        for table in ("fifo_groups", "fifo_deduplication", "receive_attempts"):
+        purged: int = conn.execute("DELETE FROM durableq_messages WHERE queue_id = ?", (queue.id,)).rowcount
+        for table in ("durableq_fifo_groups", "durableq_fifo_deduplication", "durableq_receive_attempts"):
             conn.execute(f"DELETE FROM {table} WHERE queue_id = ?", (queue.id,))
         audit.succeeded(conn, now, {"purged": purged})
     if purged:

@@ -71,7 +71,7 @@ _FIELDS = [f.name for f in fields(QueueConfig)]
 # SQLite hands booleans back as 0 and 1.
 _BOOLEANS = [f.name for f in fields(QueueConfig) if f.type == "bool"]
 _COLUMNS = ", ".join(_FIELDS)
-_SELECT_BY_NAME = f"SELECT {_COLUMNS} FROM queues WHERE name = ?"
+_SELECT_BY_NAME = f"SELECT {_COLUMNS} FROM durableq_queues WHERE name = ?"
 
 
 class Catalog:
@@ -141,7 +141,7 @@ def list_names(conn: Connection, prefix: str) -> list[str]:
     validation.text("prefix", prefix)
     # Compare a prefix slice rather than LIKE, so '_' and '%' in the prefix mean themselves.
     rows = conn.execute(
-        "SELECT name FROM queues WHERE substr(name, 1, ?) = ? ORDER BY name", (len(prefix), prefix)
+        "SELECT name FROM durableq_queues WHERE substr(name, 1, ?) = ? ORDER BY name", (len(prefix), prefix)
     )
     return [name for (name,) in rows]
 
@@ -150,7 +150,7 @@ def list_names(conn: Connection, prefix: str) -> list[str]:
 
 
 def get_tags(conn: Connection, queue: QueueConfig) -> dict[str, str]:
-    rows = conn.execute("SELECT key, value FROM tags WHERE queue_id = ? ORDER BY key", (queue.id,))
+    rows = conn.execute("SELECT key, value FROM durableq_tags WHERE queue_id = ? ORDER BY key", (queue.id,))
     return dict(rows.fetchall())
 
 
@@ -167,7 +167,7 @@ def set_tags(conn: Connection, queue: QueueConfig, new_tags: Mapping[str, str]) 
             reason=Reason.TOO_MANY,
         )
     conn.executemany(
-        "INSERT INTO tags (queue_id, key, value) VALUES (?, ?, ?) "
+        "INSERT INTO durableq_tags (queue_id, key, value) VALUES (?, ?, ?) "
         "ON CONFLICT (queue_id, key) DO UPDATE SET value = excluded.value",
         [(queue.id, k, v) for k, v in checked.items()],
     )
@@ -176,10 +176,12 @@ def set_tags(conn: Connection, queue: QueueConfig, new_tags: Mapping[str, str]) 
 def remove_tags(conn: Connection, queue: QueueConfig, keys: tuple[str, ...]) -> None:
     for key in keys:
         validation.text("tag key", key)
-    conn.executemany("DELETE FROM tags WHERE queue_id = ? AND key = ?", [(queue.id, k) for k in keys])
+    conn.executemany(
+        "DELETE FROM durableq_tags WHERE queue_id = ? AND key = ?", [(queue.id, k) for k in keys]
+    )
 
 
 def dead_letter_sources(conn: Connection, name: str) -> list[str]:
     """Queues whose redrive policy names ``name``."""
-    rows = conn.execute("SELECT name FROM queues WHERE dead_letter_queue = ? ORDER BY name", (name,))
+    rows = conn.execute("SELECT name FROM durableq_queues WHERE dead_letter_queue = ? ORDER BY name", (name,))
     return [n for (n,) in rows]

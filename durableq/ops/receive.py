@@ -31,8 +31,8 @@ from .stats import IN_FLIGHT_ROOM_SQL, in_flight_count, in_flight_room
 # Settings come from the live queue row inside the statement, so a cached row
 # that went stale cannot make a claim wrong; a deleted queue (ids are never
 # reused) matches nothing, and the caller then re-reads the row.
-_LIVE = "(SELECT {} FROM queues WHERE id = :queue_id)"
-# A queue's own messages, or those of one of its virtual queues (``:virtual``; ix_messages_virtual).
+_LIVE = "(SELECT {} FROM durableq_queues WHERE id = :queue_id)"
+# A queue's own messages, or those of one of its virtual queues (``:virtual``; durableq_ix_messages_virtual).
 _OWNER = {False: "virtual IS NULL", True: "virtual = :virtual"}
 
 
@@ -41,9 +41,11 @@ def _head_where(virtual: bool) -> str:
   AND {unexpired_sql(_LIVE.format("retention_period"))}"""
 
 
-# The head of ix_messages_visible (ix_messages_virtual): visible, unexpired rows, earliest visible first.
+# The head of durableq_ix_messages_visible (durableq_ix_messages_virtual): visible, unexpired rows,
+# earliest visible first.
 _HEAD = {
-    v: f"SELECT id, receive_count FROM messages WHERE {_head_where(v)} ORDER BY visible_at LIMIT :limit"
+    v: "SELECT id, receive_count FROM durableq_messages "
+    f"WHERE {_head_where(v)} ORDER BY visible_at LIMIT :limit"
     for v in (False, True)
 }
 
@@ -52,9 +54,10 @@ _HEAD = {
 # the queue's, its virtual queues' messages included).
 def _claim_head(d: Dialect, virtual: bool) -> str:
     return f"""
-UPDATE messages SET {claim_set(d, f":now + coalesce(:timeout, {_LIVE.format('visibility_timeout')}) * 1000")}
+UPDATE durableq_messages
+SET {claim_set(d, f":now + coalesce(:timeout, {_LIVE.format('visibility_timeout')}) * 1000")}
 WHERE id IN (
-  SELECT id FROM messages WHERE {_head_where(virtual)} AND {redrive.NOT_EXHAUSTED_SQL}
+  SELECT id FROM durableq_messages WHERE {_head_where(virtual)} AND {redrive.NOT_EXHAUSTED_SQL}
     AND (:sealed OR data_key_id IS NULL)
   ORDER BY visible_at LIMIT {IN_FLIGHT_ROOM_SQL} {d.skip_locked})
 RETURNING {COLUMNS}
@@ -64,18 +67,19 @@ RETURNING {COLUMNS}
 _CLAIM_HEAD = for_each_dialect(lambda d: {v: _claim_head(d, v) for v in (False, True)})
 # A waiting room's look: how many are ready (up to :limit), when the next one will be, and whether
 # the queue still exists (a deleted queue's waiters are let in at once, to fail QueueDoesNotExist).
-_EXISTS = "EXISTS (SELECT 1 FROM queues WHERE id = :queue_id)"
+_EXISTS = "EXISTS (SELECT 1 FROM durableq_queues WHERE id = :queue_id)"
 _LOOK_STANDARD = {
     v: f"""SELECT
-  (SELECT count(*) FROM (SELECT 1 FROM messages WHERE {_head_where(v)} LIMIT :limit) AS ready),
-  (SELECT min(visible_at) FROM messages
+  (SELECT count(*) FROM (SELECT 1 FROM durableq_messages WHERE {_head_where(v)} LIMIT :limit) AS ready),
+  (SELECT min(visible_at) FROM durableq_messages
     WHERE queue_id = :queue_id {"AND virtual = :virtual" if v else ""} AND visible_at > :now), {_EXISTS}"""
     for v in (False, True)
 }
 _LOOK_FIFO = f"""SELECT
-  (SELECT count(*) FROM (SELECT 1 FROM fifo_groups
+  (SELECT count(*) FROM (SELECT 1 FROM durableq_fifo_groups
     WHERE queue_id = :queue_id AND available_at <= :now LIMIT :limit) AS ready),
-  (SELECT min(available_at) FROM fifo_groups WHERE queue_id = :queue_id AND available_at > :now), {_EXISTS}"""
+  (SELECT min(available_at) FROM durableq_fifo_groups
+   WHERE queue_id = :queue_id AND available_at > :now), {_EXISTS}"""
 
 #: One step of a receive: the seconds it may wait for its waiter to be woken, or the result.
 Steps = Generator[float, None, list[Message]]

@@ -19,8 +19,9 @@ log = logging.getLogger(__name__)
 #: SQL true for a row of queue ``:queue_id`` that may still be received: its receive count is below
 #: the queue's ``max_receive_count``, if the queue has a redrive policy whose dead-letter queue exists
 #: (as a queue of the same type).  Read from the live queue rows inside the statement.
-NOT_EXHAUSTED_SQL = """receive_count < coalesce((SELECT q.max_receive_count FROM queues q
-  JOIN queues d ON d.name = q.dead_letter_queue AND d.fifo = q.fifo WHERE q.id = :queue_id), 2147483647)"""
+NOT_EXHAUSTED_SQL = """receive_count < coalesce((SELECT q.max_receive_count FROM durableq_queues q
+  JOIN durableq_queues d ON d.name = q.dead_letter_queue AND d.fifo = q.fifo
+  WHERE q.id = :queue_id), 2147483647)"""
 
 
 def exhausted(receive_count: int, queue: QueueConfig) -> bool:

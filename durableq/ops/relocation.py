@@ -46,12 +46,12 @@ _ARRIVAL = {
 }
 # Rows of the source that may move: its own, not expired.  A FIFO move lists them in sequence order.
 # (``+queue_id``: the row ids pick the rows through the primary key; without it SQLite would walk the
-# queue's whole ix_messages_enqueued range, every unexpired message of the source, for each move.)
+# queue's whole durableq_ix_messages_enqueued range, every unexpired message of the source, for each move.)
 _MOVABLE_WHERE = for_each_dialect(
     lambda d: f"id IN {d.in_ids(':ids')} AND +queue_id = :source_id AND enqueued_at > :expired_before"
 )
 _MOVABLE = for_each_dialect(
-    lambda d: f"SELECT id, group_id FROM messages WHERE {_MOVABLE_WHERE[d]} ORDER BY sequence, id"
+    lambda d: f"SELECT id, group_id FROM durableq_messages WHERE {_MOVABLE_WHERE[d]} ORDER BY sequence, id"
 )
 # The same rows once they arrived.
 _ARRIVED_WHERE = for_each_dialect(lambda d: f"id IN {d.in_ids(':ids')} AND +queue_id = :target_id")
@@ -61,7 +61,8 @@ _LEFT = {Kind.DEAD_LETTER: history.MOVED_TO_DEAD_LETTER, Kind.MOVE_TASK: history
 
 def _standard_move(d: Dialect, kind: Kind) -> str:
     return f"""
-UPDATE messages SET queue_id = :target_id, visible_at = :now, receipt_handle = NULL, received_at = NULL,
+UPDATE durableq_messages
+SET queue_id = :target_id, visible_at = :now, receipt_handle = NULL, received_at = NULL,
   {_ARRIVAL[kind]}
 WHERE {_MOVABLE_WHERE[d]}
 """
@@ -69,7 +70,8 @@ WHERE {_MOVABLE_WHERE[d]}
 
 def _fifo_append(kind: Kind) -> str:
     return f"""
-UPDATE messages SET queue_id = :target_id, sequence = :sequence, enqueued_at = :now, visible_at = :now,
+UPDATE durableq_messages
+SET queue_id = :target_id, sequence = :sequence, enqueued_at = :now, visible_at = :now,
   receipt_handle = NULL, received_at = NULL, {_ARRIVAL[kind]}
 WHERE id = :id
 """
@@ -135,20 +137,20 @@ def move(
 # -- what a message move task takes next --------------------------------------------
 
 _NEXT_STANDARD = f"""
-SELECT id, dead_letter_source FROM messages
+SELECT id, dead_letter_source FROM durableq_messages
 WHERE queue_id = :queue_id AND enqueued_at > :expired_before AND NOT {in_flight_sql()}
 ORDER BY enqueued_at, id LIMIT :limit
 """
 # FIFO: the groups (every group with messages has a fifo_groups row) none of whose messages is in
 # flight, oldest group first; read lazily, so a batch looks only at the groups it takes.
 _NEXT_GROUPS = f"""
-SELECT g.group_id FROM fifo_groups g
+SELECT g.group_id FROM durableq_fifo_groups g
 WHERE g.queue_id = :queue_id AND NOT EXISTS (
-  SELECT 1 FROM messages WHERE queue_id = g.queue_id AND group_id = g.group_id AND {in_flight_sql()})
+  SELECT 1 FROM durableq_messages WHERE queue_id = g.queue_id AND group_id = g.group_id AND {in_flight_sql()})
 ORDER BY g.id
 """
 _GROUP_ROWS = """
-SELECT id, dead_letter_source FROM messages
+SELECT id, dead_letter_source FROM durableq_messages
 WHERE queue_id = :queue_id AND group_id = :group_id AND enqueued_at > :expired_before
 ORDER BY sequence
 """

@@ -28,8 +28,8 @@ def unexpired_sql(retention_period: str, now: str = ":now", enqueued_at: str = "
 
 
 _DELETE_EXPIRED = """
-DELETE FROM messages WHERE id IN (
-  SELECT id FROM messages WHERE queue_id = ? AND enqueued_at <= ? ORDER BY enqueued_at LIMIT ?)
+DELETE FROM durableq_messages WHERE id IN (
+  SELECT id FROM durableq_messages WHERE queue_id = ? AND enqueued_at <= ? ORDER BY enqueued_at LIMIT ?)
 RETURNING group_id, message_id, receive_count
 """
 

@@ -59,12 +59,14 @@ _KEY_BYTES = 32  # a data key: AES-256
 #: Fields of a message row that are sealed, by column name (the associated data names them).
 BODY, ATTRIBUTES, PAYLOAD_META = "body", "attributes", "payload_meta"
 
-_INSERT_KEY = "INSERT INTO data_keys (alias, version, wrapped, created_at) VALUES (?, ?, ?, ?) RETURNING id"
-_SELECT_KEY = "SELECT alias, version, wrapped FROM data_keys WHERE id = ?"
-_STORED = "SELECT wrapped FROM data_keys WHERE id = ?"
-# The newest data key of a master key's version still within a reuse period (ix_data_keys_alias).
+_INSERT_KEY = (
+    "INSERT INTO durableq_data_keys (alias, version, wrapped, created_at) VALUES (?, ?, ?, ?) RETURNING id"
+)
+_SELECT_KEY = "SELECT alias, version, wrapped FROM durableq_data_keys WHERE id = ?"
+_STORED = "SELECT wrapped FROM durableq_data_keys WHERE id = ?"
+# The newest data key of a master key's version still within a reuse period (durableq_ix_data_keys_alias).
 _RECENT_KEY = """
-SELECT id, wrapped, created_at FROM data_keys
+SELECT id, wrapped, created_at FROM durableq_data_keys
 WHERE alias = ? AND version = ? AND created_at > ? AND created_at <= ?
 ORDER BY created_at DESC LIMIT 1
 """
@@ -74,16 +76,16 @@ ORDER BY created_at DESC LIMIT 1
 def _sealed_rows(dialect: Dialect) -> str:
     return f"""
 SELECT m.id, m.message_id, m.data_key_id, d.alias, m.body, m.attributes, m.payload_meta
-FROM messages m LEFT JOIN data_keys d ON d.id = m.data_key_id
+FROM durableq_messages m LEFT JOIN durableq_data_keys d ON d.id = m.data_key_id
 WHERE m.id IN {dialect.in_ids(":ids")} AND +m.queue_id = :queue_id
 """
 
 
 _SEALED_ROWS = for_each_dialect(_sealed_rows)
 # A queue that received sealed rows is sealed from now on (its receives open rows in a transaction).
-_MARK_SEALED = "UPDATE queues SET sealed = TRUE WHERE id = ? AND NOT sealed"
+_MARK_SEALED = "UPDATE durableq_queues SET sealed = TRUE WHERE id = ? AND NOT sealed"
 _RESEAL = """
-UPDATE messages SET data_key_id = :data_key_id, body = :body, attributes = :attributes,
+UPDATE durableq_messages SET data_key_id = :data_key_id, body = :body, attributes = :attributes,
   payload_meta = :payload_meta
 WHERE id = :id
 """

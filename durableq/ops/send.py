@@ -30,13 +30,13 @@ from .sealing import DataKey, Fields, Sealer, seal_fields
 # its current size limit, that it still encrypts as the message was sealed, and
 # read its current delay.
 _INSERT = """
-INSERT INTO messages
+INSERT INTO durableq_messages
   (queue_id, message_id, body, attributes, enqueued_at, visible_at, group_id, deduplication_id, sequence,
    trace_header, virtual, data_key_id, payload_ref, payload_size, payload_meta)
 SELECT id, :message_id, :body, :attributes, :now, :now + coalesce(:delay, delay_seconds) * 1000,
        :group_id, :deduplication_id, :sequence, :trace_header, :virtual, :data_key_id, :payload_ref,
        :payload_size, :payload_meta
-FROM queues WHERE id = :queue_id AND maximum_message_size >= :size
+FROM durableq_queues WHERE id = :queue_id AND maximum_message_size >= :size
   AND coalesce(kms_master_key_id, '') = :kms_key AND sqs_managed_sse_enabled = :sse
 """
 
@@ -251,7 +251,9 @@ def _insert_fifo(
 ) -> list[SendResult | DurableQError]:
     for item in items:  # as SQS does, an entry without its ids fails the whole batch: nothing is sent
         _fifo_ids_given(queue, item)
-    (sequence,) = conn.execute("SELECT next_sequence FROM queues WHERE id = ?", (queue.id,)).fetchone()
+    (sequence,) = conn.execute(
+        "SELECT next_sequence FROM durableq_queues WHERE id = ?", (queue.id,)
+    ).fetchone()
     start = sequence
     results: list[SendResult | DurableQError] = []
     for item in items:
@@ -273,7 +275,7 @@ def _insert_fifo(
         history.record(conn, queue, now, history.SENT, [(message_id, 0)])
         results.append(SendResult(message_id, format_sequence(sequence), item.md5()))
     if sequence != start:
-        conn.execute("UPDATE queues SET next_sequence = ? WHERE id = ?", (sequence, queue.id))
+        conn.execute("UPDATE durableq_queues SET next_sequence = ? WHERE id = ?", (sequence, queue.id))
         counters.add(queue.name, now, SENT, sequence - start)
     return results
 

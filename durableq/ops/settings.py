@@ -302,7 +302,7 @@ def create(
     columns.update(name=name, created_at=now, last_modified=now)
     names = ", ".join(columns)
     placeholders = ", ".join(f":{c}" for c in columns)
-    conn.execute(f"INSERT INTO queues ({names}) VALUES ({placeholders})", columns)
+    conn.execute(f"INSERT INTO durableq_queues ({names}) VALUES ({placeholders})", columns)
     changed(conn)
     return load(conn, name), True
 
@@ -314,7 +314,7 @@ def update(conn: Connection, queue: QueueConfig, changes: Mapping[str, Any], now
     _check_combination({**vars_of(queue), **columns}, queue.name)
     columns["last_modified"] = now
     assignments = ", ".join(f"{c} = :{c}" for c in columns)
-    conn.execute(f"UPDATE queues SET {assignments} WHERE id = :id", {**columns, "id": queue.id})
+    conn.execute(f"UPDATE durableq_queues SET {assignments} WHERE id = :id", {**columns, "id": queue.id})
     changed(conn)
 
 

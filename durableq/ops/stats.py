@@ -12,35 +12,37 @@ from .retention import expired_before
 from .states import STATE_SQL, in_flight_sql
 
 
-# One pass over the queue's range of ix_messages_visible, which holds every
+# One pass over the queue's range of durableq_ix_messages_visible, which holds every
 # column this needs: SQLite reads index pages only, never a message row.
 def _depth(d: Dialect) -> str:
     return f"""
 SELECT {STATE_SQL} AS state, count(*)
-FROM messages {d.indexed_by("ix_messages_visible")}
+FROM durableq_messages {d.indexed_by("durableq_ix_messages_visible")}
 WHERE queue_id = :queue_id AND enqueued_at > :expired_before
 GROUP BY state
 """
 
 
 _DEPTH = for_each_dialect(_depth)
-_OLDEST = "SELECT min(enqueued_at) FROM messages WHERE queue_id = ? AND enqueued_at > ?"
+_OLDEST = "SELECT min(enqueued_at) FROM durableq_messages WHERE queue_id = ? AND enqueued_at > ?"
 # In flight at :now, counted from a range of the same index, up to :cap (the queue's limit).
 _IN_FLIGHT_COUNT = f"""(SELECT count(*) FROM (
-  SELECT 1 FROM messages WHERE queue_id = :queue_id AND {in_flight_sql()} LIMIT :cap) AS in_flight)"""
+  SELECT 1 FROM durableq_messages
+  WHERE queue_id = :queue_id AND {in_flight_sql()} LIMIT :cap) AS in_flight)"""
 #: SQL for how many more messages of ``:queue_id`` may go in flight now, at most ``:limit``.  It is a
 #: claim's LIMIT, so the in-flight limit holds inside the claim, whoever else receives at the same
 #: time.  Counting reads about 0.1 ms of index per 1,000 messages in flight, so it is skipped when a
 #: bound costing two index lookups proves there is room: no queue holds more messages than the span
 #: of row ids in the table.
 IN_FLIGHT_ROOM_SQL = f"""(SELECT CASE
-  WHEN (SELECT max(id) FROM messages) - (SELECT min(id) FROM messages) + :limit < :cap THEN :limit
+  WHEN (SELECT max(id) FROM durableq_messages) - (SELECT min(id) FROM durableq_messages) + :limit < :cap
+  THEN :limit
   ELSE (SELECT CASE WHEN n >= :cap THEN 0 WHEN :cap - n < :limit THEN :cap - n ELSE :limit END
         FROM (SELECT {_IN_FLIGHT_COUNT} AS n) AS counted)
   END)"""
 _METRICS = f"""
 SELECT minute, {", ".join(COUNTER_COLUMNS)}
-FROM queue_metrics WHERE queue_id = ? AND minute >= ? ORDER BY minute
+FROM durableq_queue_metrics WHERE queue_id = ? AND minute >= ? ORDER BY minute
 """
 
 

@@ -38,16 +38,17 @@ log = logging.getLogger(__name__)
 # (The latest of four times as the max of a UNION: both engines' SQL, where SQLite would write
 # max(a, b, ...) and PostgreSQL greatest(a, b, ...).)
 _IDLE = f"""
-SELECT q.name FROM queues q
+SELECT q.name FROM durableq_queues q
 WHERE q.idle_timeout IS NOT NULL AND (SELECT max(t) FROM (
     SELECT q.created_at AS t
     UNION ALL SELECT coalesce(q.touched_at, 0)
-    UNION ALL SELECT coalesce((SELECT max(minute) FROM queue_metrics WHERE queue_id = q.id) + {MINUTE_MS}, 0)
-    UNION ALL SELECT coalesce((SELECT max(enqueued_at) FROM messages WHERE queue_id = q.id), 0)
+    UNION ALL SELECT coalesce(
+      (SELECT max(minute) FROM durableq_queue_metrics WHERE queue_id = q.id) + {MINUTE_MS}, 0)
+    UNION ALL SELECT coalesce((SELECT max(enqueued_at) FROM durableq_messages WHERE queue_id = q.id), 0)
   ) AS latest) + q.idle_timeout * 1000 <= :now
 ORDER BY q.name
 """
-_TOUCH = "UPDATE queues SET touched_at = :now WHERE name = :name AND idle_timeout IS NOT NULL"
+_TOUCH = "UPDATE durableq_queues SET touched_at = :now WHERE name = :name AND idle_timeout IS NOT NULL"
 _INTERVAL_MS = int(limits.REAP_INTERVAL * 1000)
 
 

@@ -24,9 +24,11 @@ from .states import VISIBILITY_CAP_SQL
 #: The ``parameter`` of errors about a receipt handle, and about a visibility timeout it is given.
 RECEIPT_HANDLE = "receipt_handle"
 VISIBILITY_TIMEOUT = "visibility timeout"
-_UNEXPIRED = unexpired_sql("(SELECT retention_period FROM queues WHERE id = :queue_id)")
+_UNEXPIRED = unexpired_sql("(SELECT retention_period FROM durableq_queues WHERE id = :queue_id)")
 # Standard queues: any handle ever issued for the message deletes it (row and secret match).
-_DELETE_ANY_HANDLE = "DELETE FROM messages WHERE id = :row AND secret = :secret AND queue_id = :queue_id"
+_DELETE_ANY_HANDLE = (
+    "DELETE FROM durableq_messages WHERE id = :row AND secret = :secret AND queue_id = :queue_id"
+)
 # The same, for a queue that keeps history: the event needs the message's id and receive count.
 _DELETE_ANY_HANDLE_RETURNING = f"{_DELETE_ANY_HANDLE} RETURNING message_id, receive_count"
 
@@ -36,7 +38,7 @@ _DELETE_ANY_HANDLE_RETURNING = f"{_DELETE_ANY_HANDLE} RETURNING message_id, rece
 # (``+queue_id``: the row ids pick the rows through the primary key, never a scan of the queue's index.)
 def _delete_handles_returning(d: Dialect) -> str:
     return f"""
-DELETE FROM messages
+DELETE FROM durableq_messages
 WHERE id IN {d.in_ids(":rows")} AND +queue_id = :queue_id
   AND CAST(id AS TEXT) || '.' || secret IN {d.in_texts(":keys")}
 RETURNING message_id, receive_count
@@ -46,25 +48,25 @@ RETURNING message_id, receive_count
 _DELETE_HANDLES_RETURNING = for_each_dialect(_delete_handles_returning)
 # FIFO queues: only the latest handle, and only while the message is still in flight.
 _DELETE_LATEST_IN_FLIGHT = f"""
-DELETE FROM messages
+DELETE FROM durableq_messages
 WHERE id = :row AND receipt_handle = :handle AND visible_at > :now AND queue_id = :queue_id AND {_UNEXPIRED}
 RETURNING group_id, message_id, receive_count
 """
 # The latest handle only, within the 12-hour cap; ``extend`` ends at the cap rather than refuse.
 _CHANGE = f"""
-UPDATE messages SET visible_at = :visible_at
+UPDATE durableq_messages SET visible_at = :visible_at
 WHERE id = :row AND receipt_handle = :handle AND queue_id = :queue_id AND :visible_at <= {VISIBILITY_CAP_SQL}
   AND {_UNEXPIRED}
 RETURNING group_id, visible_at, message_id, receive_count
 """
 _EXTEND = f"""
-UPDATE messages SET visible_at = CASE WHEN :visible_at < {VISIBILITY_CAP_SQL} THEN :visible_at
+UPDATE durableq_messages SET visible_at = CASE WHEN :visible_at < {VISIBILITY_CAP_SQL} THEN :visible_at
   ELSE {VISIBILITY_CAP_SQL} END
 WHERE id = :row AND receipt_handle = :handle AND queue_id = :queue_id AND {_UNEXPIRED}
 RETURNING group_id, visible_at, message_id, receive_count
 """
 _DIAGNOSE = f"""
-SELECT receipt_handle, {VISIBILITY_CAP_SQL}, {_UNEXPIRED} FROM messages
+SELECT receipt_handle, {VISIBILITY_CAP_SQL}, {_UNEXPIRED} FROM durableq_messages
 WHERE id = :row AND queue_id = :queue_id AND secret = :secret
 """
 

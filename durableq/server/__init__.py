@@ -106,6 +106,7 @@ def serve(
     loop: str = "auto",
     keyring: str | os.PathLike[str] | None = None,
     payload_dir: str | os.PathLike[str] | None = None,
+    schema: str | None = None,
 ) -> Server:
     """Open the database, bind the port (0 picks a free one) and serve in a background thread.
 
@@ -116,7 +117,8 @@ def serve(
     file or mapping is refused (ValueError).
     ``tls_cert``/``tls_key`` (PEM files) serve HTTPS.  ``allow_hosts`` are
     extra names the Host header may carry (see ``guard.py``; ``"*"`` for any).
-    ``keyring`` and ``payload_dir`` are those of :func:`durableq.open` (encrypted queues need the keyring).
+    ``keyring``, ``payload_dir`` and ``schema`` are those of :func:`durableq.open` (encrypted queues
+    need the keyring).
     """
     try:
         from .runner import start  # uvicorn is imported only when a server starts
@@ -144,7 +146,7 @@ def serve(
             db,
             host,
         )
-    broker = durableq.open(db, durability=durability, keyring=keyring, payload_dir=payload_dir)
+    broker = durableq.open(db, durability=durability, keyring=keyring, payload_dir=payload_dir, schema=schema)
     try:
         url, runner = start(
             broker,

@@ -34,12 +34,15 @@ PROG = "python -m durableq.server"
     type=click.Path(file_okay=False, path_type=Path),
     help="The payload store of large payloads (default: DB.payloads beside a SQLite file).",
 )
+@click.option("--schema", help="PostgreSQL: the schema of durableq's tables (default: durableq).")
 @endpoint_options(log_level="warning")
-def main(db: str, keyring: Path | None, payload_dir: Path | None, endpoint: EndpointOptions) -> None:
+def main(
+    db: str, keyring: Path | None, payload_dir: Path | None, schema: str | None, endpoint: EndpointOptions
+) -> None:
     """Serve the durableq database DB as an SQS endpoint until SIGINT or SIGTERM."""
     logs.configure(endpoint.log_level, endpoint.log_format)
     try:
-        run(db, keyring=keyring, payload_dir=payload_dir, **endpoint.serving())
+        run(db, keyring=keyring, payload_dir=payload_dir, schema=schema, **endpoint.serving())
     except (ValueError, OSError, DurableQError) as exc:  # refused at start (credentials, port, file)
         click.echo(f"{PROG}: error: {printable(exc)}", err=True)
         sys.exit(1)

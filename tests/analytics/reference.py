@@ -54,7 +54,7 @@ def message_rows(path: Path) -> list[Row]:
                 "SELECT m.id, q.name, q.retention_period, m.message_id, m.body, m.enqueued_at, m.visible_at, "
                 "m.first_received_at, m.receive_count, m.group_id, m.deduplication_id, m.sequence, "
                 "m.dead_letter_source, m.payload_size, m.data_key_id "
-                "FROM messages m JOIN queues q ON q.id = m.queue_id"
+                "FROM durableq_messages m JOIN durableq_queues q ON q.id = m.queue_id"
             )
         ]
 

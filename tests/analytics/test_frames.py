@@ -142,7 +142,7 @@ def test_the_driver_alone_would_type_these_columns_wrongly(
     spark: SparkSession, analytics: QueueAnalytics
 ) -> None:
     # Why every read states its types: untouched, the driver gives 32-bit ints and decimals.
-    url, table, properties = analytics._snapshot.jdbc("messages")
+    url, table, properties = analytics._snapshot.jdbc("durableq_messages")
     raw = spark.read.format("jdbc").option("url", url).option("dbtable", table).options(**properties).load()
     types = {f.name: f.dataType for f in raw.schema.fields}
     assert isinstance(types["receive_count"], IntegerType)
@@ -198,7 +198,7 @@ def skewed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_skewed_row_ids_still_give_even_partitions(spark: SparkSession, skewed: Path) -> None:
     with reference.connect_ro(skewed) as conn:
-        ids = [row_id for (row_id,) in conn.execute("SELECT id FROM messages ORDER BY id")]
+        ids = [row_id for (row_id,) in conn.execute("SELECT id FROM durableq_messages ORDER BY id")]
     assert ids[4] - ids[3] > 30_000 and len(ids) == 10_005  # the gap the purge left
     with QueueAnalytics.open(skewed, spark=spark, clock=FakeClock(scenario.START), partitions=4) as opened:
         sizes = [n for _, _, n in partition_sizes(opened.messages())]

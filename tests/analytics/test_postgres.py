@@ -169,6 +169,8 @@ def test_an_incremental_export_never_skips_an_event_that_commits_after_a_later_o
                 exported.set()
                 releaser.join(300)
         export_events(pg_url, out, spark=spark, tables=("events",))  # the next run resumes after it
-    committed = [row[0] for row in sql_rows(pg_url, "SELECT event_id FROM message_events ORDER BY event_id")]
+    committed = [
+        row[0] for row in sql_rows(pg_url, "SELECT event_id FROM durableq_message_events ORDER BY event_id")
+    ]
     exported = sorted(row["event_id"] for row in to_rows(read_export(spark, out / "events")))
     assert len(committed) == 3 and exported == committed

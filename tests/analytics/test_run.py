@@ -99,7 +99,8 @@ def test_run_report_one_report_for_one_queue(spark: SparkSession, small: tuple[P
     with reference.connect_ro(path) as conn:
         expected = dict(
             conn.execute(
-                "SELECT receive_count, count(*) FROM messages WHERE queue_id = (SELECT id FROM queues "
+                "SELECT receive_count, count(*) FROM durableq_messages "
+                "WHERE queue_id = (SELECT id FROM durableq_queues "
                 "WHERE name = 'jobs') GROUP BY receive_count ORDER BY receive_count"
             )
         )
@@ -121,9 +122,9 @@ def test_export_parquet_writes_the_tables_for_a_cluster(
     assert [w["table"] for w in written] == list(EXPORTED_TABLES)
     rows = {w["table"]: w["rows"] for w in written}
     with reference.connect_ro(path) as conn:
-        stored = dict(conn.execute("SELECT message_id, enqueued_at FROM messages"))
-        (queues,) = conn.execute("SELECT count(*) FROM queues").fetchone()
-        (minutes,) = conn.execute("SELECT count(*) FROM queue_metrics").fetchone()
+        stored = dict(conn.execute("SELECT message_id, enqueued_at FROM durableq_messages"))
+        (queues,) = conn.execute("SELECT count(*) FROM durableq_queues").fetchone()
+        (minutes,) = conn.execute("SELECT count(*) FROM durableq_queue_metrics").fetchone()
     assert rows == {"messages": len(stored), "queues": queues, "metrics": minutes, "snapshot": 1}
     messages = to_rows(spark.read.parquet(str(out / "messages")))
     assert {m["message_id"]: m["sent_at"] for m in messages} == {

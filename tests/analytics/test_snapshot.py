@@ -61,10 +61,11 @@ def test_snapshot_is_one_consistent_state_while_a_writer_runs(
         depth = {r["queue"]: r["total"] for r in to_rows(analytics.depth_by_state())}
         with reference.connect_ro(analytics.snapshot_path) as conn:
             (next_sequence,) = conn.execute(
-                "SELECT next_sequence FROM queues WHERE name = 'stream.fifo'"
+                "SELECT next_sequence FROM durableq_queues WHERE name = 'stream.fifo'"
             ).fetchone()
             (stream_rows,) = conn.execute(
-                "SELECT count(*) FROM messages WHERE queue_id = (SELECT id FROM queues WHERE name = 'stream')"
+                "SELECT count(*) FROM durableq_messages "
+                "WHERE queue_id = (SELECT id FROM durableq_queues WHERE name = 'stream')"
             ).fetchone()
         # Every partition saw the same committed state: whole batches only, and the
         # queue row's sequence counter agrees with the messages (they commit together).
@@ -75,7 +76,7 @@ def test_snapshot_is_one_consistent_state_while_a_writer_runs(
         assert digest(analytics.snapshot_path) == before
         assert sorted(p.name for p in analytics.snapshot_path.parent.iterdir()) == ["snapshot.db"]
     with reference.connect_ro(path) as conn:
-        (live_rows,) = conn.execute("SELECT count(*) FROM messages").fetchone()
+        (live_rows,) = conn.execute("SELECT count(*) FROM durableq_messages").fetchone()
     assert live_rows > stream_rows + next_sequence  # the file moved on; the snapshot did not
 
 

@@ -121,6 +121,7 @@ def test_on_postgresql_no_batch_ends_past_an_event_still_to_commit(pg_url: str) 
         first.join(60)
         batch()  # the next micro-batch resumes from the first one's offset
         committed = [
-            row[0] for row in sql_rows(pg_url, "SELECT event_id FROM message_events ORDER BY event_id")
+            row[0]
+            for row in sql_rows(pg_url, "SELECT event_id FROM durableq_message_events ORDER BY event_id")
         ]
     assert len(committed) == 2 and [row[0] for row in rows] == committed

@@ -61,7 +61,7 @@ def test_since_and_until_are_pushed_to_sqlite(spark: SparkSession, world: scenar
         minutes = {r["minute"] for r in to_rows(analytics.metrics())}
         with reference.connect_ro(world.path) as conn:
             stored_minutes = {
-                datetime_from_ms(m) for (m,) in conn.execute("SELECT minute FROM queue_metrics")
+                datetime_from_ms(m) for (m,) in conn.execute("SELECT minute FROM durableq_queue_metrics")
             }
         assert minutes == {m for m in stored_minutes if first_minute <= m.timestamp() * 1000 < high}
         assert len(minutes) == 3

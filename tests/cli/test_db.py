@@ -11,8 +11,8 @@ import pytest
 
 import durableq
 from durableq.engines import migrate
+from durableq.engines.fileformat import VERSION_TABLE
 from durableq.engines.location import open_database
-from durableq.engines.postgres.database import VERSION_TABLE
 from tests import pgcluster
 from tests.conftest import sql_rows
 
@@ -129,18 +129,35 @@ def test_the_database_comes_from_durableq_db_when_not_given(location: str) -> No
     assert result.exit_code == 0, result.output
     head = _head(location)
     assert json.loads(result.stdout) == {"path": location, "created": True, "revision": head}
-    table = VERSION_TABLE if location.startswith("postgresql://") else "alembic_version"
-    assert sql_rows(location, f"SELECT version_num FROM {table}") == [(head,)]  # made there
+    assert sql_rows(location, f"SELECT version_num FROM {VERSION_TABLE}") == [(head,)]  # made there
 
 
-@pytest.mark.sqlite_only("an SQLite file of another application (its application_id and tables)")
-def test_a_file_of_another_application_is_refused(run: Run, db: Path) -> None:
+@pytest.mark.sqlite_only("an SQLite file of another application whose names take durableq's")
+def test_a_file_whose_tables_take_durableqs_names_is_refused(run: Run, db: Path) -> None:
     with sqlite3.connect(db) as conn:
-        conn.execute("CREATE TABLE mine (x)")
+        conn.execute("CREATE TABLE durableq_queues (x)")
     result = run("db", "upgrade", code=1)
     assert result.stderr.startswith("error: NotADurableQDatabase: ")
     result = run("queue", "list", code=1)
     assert result.stderr.startswith("error: NotADurableQDatabase: ")
+
+
+@pytest.mark.sqlite_only("a file that is not an SQLite database")
+@pytest.mark.sqlite_only("an SQLite file of another application, shared")
+def test_a_file_of_another_application_is_shared_and_downgraded_to_base_alone(run: Run, db: Path) -> None:
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE mine (x)")
+    run("db", "upgrade")
+    run("queue", "create", "jobs")
+    assert "downgraded from" in run("db", "downgrade", "base").stdout
+    with sqlite3.connect(db) as conn:
+        names = conn.execute("SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'").fetchall()
+        assert names == [("mine",)]  # (SQLite's own sqlite_sequence may stay, empty)
+
+
+def test_a_bad_schema_is_refused(run: Run, broker: durableq.Broker) -> None:
+    result = run("--schema", "Bad-Name", "db", "current", code=1)
+    assert result.stderr.startswith("error: InvalidParameterValue: schema ")  # its rule, or: PostgreSQL only
 
 
 @pytest.mark.sqlite_only("a file that is not an SQLite database")

@@ -59,7 +59,7 @@ def _stored(location: str, db: Path) -> list[bytes]:
             if path.name.startswith(db.name) and path.is_file()
         ]
     tables = sql_rows(
-        location, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+        location, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'durableq'"
     )
     return [repr(sql_rows(location, f'SELECT * FROM "{table}"')).encode() for (table,) in tables]
 
@@ -259,7 +259,9 @@ def test_receive_shows_an_unreadable_message_and_keeps_it(
 
 
 def _handle(location: str, message_id: str) -> str:
-    [(handle,)] = sql_rows(location, "SELECT receipt_handle FROM messages WHERE message_id = ?", message_id)
+    [(handle,)] = sql_rows(
+        location, "SELECT receipt_handle FROM durableq_messages WHERE message_id = ?", message_id
+    )
     return str(handle)
 
 

@@ -134,10 +134,10 @@ DAMAGES = (
 _PAGE = 4096
 #: The b-tree pages whose headers each kind of garbage overwrites: (object name, page types).
 _SMASHED = {
-    "message pages": ("messages", ("leaf", "internal")),
-    "index pages": ("ix_messages_visible", ("leaf",)),
-    "queue page": ("queues", ("leaf",)),
-    "counter page": ("queue_metrics", ("leaf",)),
+    "message pages": ("durableq_messages", ("leaf", "internal")),
+    "index pages": ("durableq_ix_messages_visible", ("leaf",)),
+    "queue page": ("durableq_queues", ("leaf",)),
+    "counter page": ("durableq_queue_metrics", ("leaf",)),
 }
 
 

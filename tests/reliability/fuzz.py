@@ -40,7 +40,7 @@ SPECIAL_TEXT = [
     "\u202e",
     "\U0010ffff",
     "💥",
-    "x'; DROP TABLE messages; --",
+    "x'; DROP TABLE durableq_messages; --",
     "%",
     "_",
     "*",

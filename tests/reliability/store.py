@@ -75,7 +75,11 @@ def connect_read_only(location: Location) -> Reader:
 
         # Autocommit: each statement is its own transaction, read-only like SQLite's mode=ro.
         raw = psycopg.connect(
-            str(location), autocommit=True, connect_timeout=30, options="-c default_transaction_read_only=on"
+            str(location),
+            autocommit=True,
+            connect_timeout=30,
+            # durableq's schema (the default) first, where its tables are, and public (older revisions).
+            options="-c default_transaction_read_only=on -c search_path=durableq,public",
         )
         return _Spelled(raw)
     return sqlite3.connect(f"file:{location}?mode=ro", uri=True, timeout=30)
@@ -95,9 +99,9 @@ def reading(location: Location) -> Iterator[Reader]:
 #: installed in these databases).  There, a trivial consistency query stands in: it reads every
 #: message, event and counter row and finds none whose queue is gone (each goes with its queue).
 _ORPHANS = (
-    "SELECT (SELECT count(*) FROM messages WHERE queue_id NOT IN (SELECT id FROM queues)), "
-    "(SELECT count(*) FROM message_events WHERE queue_id NOT IN (SELECT id FROM queues)), "
-    "(SELECT count(*) FROM queue_metrics WHERE queue_id NOT IN (SELECT id FROM queues))"
+    "SELECT (SELECT count(*) FROM durableq_messages WHERE queue_id NOT IN (SELECT id FROM durableq_queues)), "
+    "(SELECT count(*) FROM durableq_message_events WHERE queue_id NOT IN (SELECT id FROM durableq_queues)), "
+    "(SELECT count(*) FROM durableq_queue_metrics WHERE queue_id NOT IN (SELECT id FROM durableq_queues))"
 )
 
 
@@ -139,7 +143,7 @@ def rows(location: Location) -> list[Row]:
             Row(*row)
             for row in conn.execute(
                 "SELECT q.name, m.message_id, m.body, m.receive_count, m.group_id, m.sequence, "
-                "m.dead_letter_source FROM messages m JOIN queues q ON q.id = m.queue_id"
+                "m.dead_letter_source FROM durableq_messages m JOIN durableq_queues q ON q.id = m.queue_id"
             )
         ]
 
@@ -154,7 +158,7 @@ class Event:
 
 def queues_with_history(location: Location) -> set[str]:
     with reading(location) as conn:
-        return {name for (name,) in conn.execute("SELECT name FROM queues WHERE history")}
+        return {name for (name,) in conn.execute("SELECT name FROM durableq_queues WHERE history")}
 
 
 def events(location: Location) -> list[Event]:
@@ -163,8 +167,8 @@ def events(location: Location) -> list[Event]:
         return [
             Event(*row)
             for row in conn.execute(
-                "SELECT q.name, e.event, e.message_id, e.receive_count FROM message_events e "
-                "JOIN queues q ON q.id = e.queue_id ORDER BY e.event_id"
+                "SELECT q.name, e.event, e.message_id, e.receive_count FROM durableq_message_events e "
+                "JOIN durableq_queues q ON q.id = e.queue_id ORDER BY e.event_id"
             )
         ]
 
@@ -175,7 +179,8 @@ def counters(location: Location) -> dict[str, Counter[str]]:
     with reading(location) as conn:
         sums = ", ".join(f"sum(m.{c})" for c in COUNTER_COLUMNS)
         query = (
-            f"SELECT q.name, {sums} FROM queues q LEFT JOIN queue_metrics m ON m.queue_id = q.id "
+            f"SELECT q.name, {sums} FROM durableq_queues q "
+            "LEFT JOIN durableq_queue_metrics m ON m.queue_id = q.id "
             "GROUP BY q.name"
         )
         for name, *values in conn.execute(query):
@@ -185,11 +190,13 @@ def counters(location: Location) -> dict[str, Counter[str]]:
 
 
 def revision(location: Location) -> str | None:
-    table = "alembic_version"
-    if str(location).startswith("postgresql://"):
-        from durableq.engines.postgres.database import VERSION_TABLE as table
+    from durableq.engines.fileformat import LEGACY_VERSION_TABLE, VERSION_TABLE
+
     with reading(location) as conn:
-        row = conn.execute(f"SELECT version_num FROM {table}").fetchone()
+        try:
+            row = conn.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchone()
+        except Exception:  # noqa: BLE001 - below revision 0009, left there by a downgrade
+            row = conn.execute(f"SELECT version_num FROM {LEGACY_VERSION_TABLE}").fetchone()
     return None if row is None else row[0]
 
 
@@ -198,7 +205,7 @@ def columns(location: Location, table: str) -> list[str]:
         if on_postgres(location):
             query = (
                 "SELECT column_name FROM information_schema.columns "
-                "WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position"
+                "WHERE table_schema IN ('durableq', 'public') AND table_name = ? ORDER BY ordinal_position"
             )
             return [name for (name,) in conn.execute(query, (table,))]
         return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]

@@ -93,7 +93,7 @@ def locker(config: Config, journal: Journal) -> None:
     if config.get("exclusive"):
         conn.execute("PRAGMA locking_mode = EXCLUSIVE")
     conn.execute("BEGIN IMMEDIATE")
-    conn.execute("UPDATE queues SET last_modified = last_modified")
+    conn.execute("UPDATE durableq_queues SET last_modified = last_modified")
     journal.write("locked")
     time.sleep(3600)
 

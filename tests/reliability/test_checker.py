@@ -70,14 +70,14 @@ def test_a_clean_run_passes(run: Run) -> None:
 
 def test_a_lost_message_is_reported(run: Run) -> None:
     run.process("std").send("a")
-    run.sql("DELETE FROM messages")
+    run.sql("DELETE FROM durableq_messages")
     _breaks(run, "LOST")
 
 
 def test_two_holders_inside_the_visibility_window_are_reported(run: Run) -> None:
     run.process("std").send("a")
     run.process("std").receive()
-    run.sql("UPDATE messages SET visible_at = 0")  # as if a receive forgot to hide it
+    run.sql("UPDATE durableq_messages SET visible_at = 0")  # as if a receive forgot to hide it
     run.process("std").receive()
     _breaks(run, "TWO HOLDERS")
 
@@ -86,20 +86,20 @@ def test_a_deleted_message_that_comes_back_is_reported(run: Run) -> None:
     queue = run.process("std")
     queue.send("a")
     (message,) = queue.receive()
-    run.sql("CREATE TABLE saved AS SELECT * FROM messages")
+    run.sql("CREATE TABLE saved AS SELECT * FROM durableq_messages")
     queue.delete(message.receipt_handle)
-    run.sql("INSERT INTO messages SELECT * FROM saved")
+    run.sql("INSERT INTO durableq_messages SELECT * FROM saved")
     _breaks(run, "BACK")
 
 
 def test_duplicates_and_phantoms_are_reported(run: Run) -> None:
     run.process("std").send("a")
     run.sql(
-        "INSERT INTO messages (queue_id, message_id, body, enqueued_at, visible_at) "
-        "SELECT queue_id, message_id, body, enqueued_at, visible_at FROM messages"
+        "INSERT INTO durableq_messages (queue_id, message_id, body, enqueued_at, visible_at) "
+        "SELECT queue_id, message_id, body, enqueued_at, visible_at FROM durableq_messages"
     )
     run.sql(
-        "INSERT INTO messages (queue_id, message_id, body, enqueued_at, visible_at) "
+        "INSERT INTO durableq_messages (queue_id, message_id, body, enqueued_at, visible_at) "
         "VALUES (1, 'x', 'nobody', 0, 0)"
     )
     _breaks(run, "(?s)DUPLICATE ROWS.*PHANTOM")
@@ -124,8 +124,8 @@ def test_a_fifo_group_handed_out_while_one_of_its_messages_is_held_is_reported(r
     consumer = _two_in_one_group(run)
     (first,) = consumer.receive()
     # Swap the sequence numbers: the group's head is now "second", while "first" is held.
-    run.sql("UPDATE messages SET sequence = 3 - sequence")
-    run.sql("UPDATE fifo_groups SET available_at = 0")
+    run.sql("UPDATE durableq_messages SET sequence = 3 - sequence")
+    run.sql("UPDATE durableq_fifo_groups SET available_at = 0")
     (second,) = consumer.receive()
     consumer.delete(first.receipt_handle)
     consumer.delete(second.receipt_handle)
@@ -134,7 +134,7 @@ def test_a_fifo_group_handed_out_while_one_of_its_messages_is_held_is_reported(r
 
 def test_a_fifo_group_received_out_of_order_is_reported(run: Run) -> None:
     consumer = _two_in_one_group(run)
-    run.sql("UPDATE messages SET sequence = 3 - sequence")
+    run.sql("UPDATE durableq_messages SET sequence = 3 - sequence")
     for _ in range(2):
         (message,) = consumer.receive()
         consumer.delete(message.receipt_handle)
@@ -144,7 +144,7 @@ def test_a_fifo_group_received_out_of_order_is_reported(run: Run) -> None:
 def test_counters_above_the_truth_are_reported(run: Run) -> None:
     run.process("std").send("a")
     run.broker.close()
-    run.sql("UPDATE queue_metrics SET sent = sent + 5")
+    run.sql("UPDATE durableq_queue_metrics SET sent = sent + 5")
     _breaks(run, "COUNTER: 'std' counted 6 sent")
 
 
@@ -176,11 +176,17 @@ def test_an_undelivered_message_is_reported_after_a_drain(run: Run) -> None:
 @pytest.mark.parametrize(
     ("statement", "pattern"),
     [
-        ("DELETE FROM message_events WHERE event = 'deleted'", "is gone but its events"),
-        ("DELETE FROM message_events WHERE event = 'received'", "receives \\[1\\] of .* have no events"),
-        ("UPDATE message_events SET receive_count = 2 WHERE event = 'received'", "received events count"),
-        ("UPDATE message_events SET event = 'received' WHERE event = 'sent'", "one sent event"),
-        ("DELETE FROM message_events", "has no events"),
+        ("DELETE FROM durableq_message_events WHERE event = 'deleted'", "is gone but its events"),
+        (
+            "DELETE FROM durableq_message_events WHERE event = 'received'",
+            "receives \\[1\\] of .* have no events",
+        ),
+        (
+            "UPDATE durableq_message_events SET receive_count = 2 WHERE event = 'received'",
+            "received events count",
+        ),
+        ("UPDATE durableq_message_events SET event = 'received' WHERE event = 'sent'", "one sent event"),
+        ("DELETE FROM durableq_message_events", "has no events"),
     ],
 )
 def test_message_history_that_does_not_match_what_committed_is_reported(

@@ -148,7 +148,9 @@ def test_payloads_survive_random_kills(tmp_path: Path, rng: random.Random) -> No
         with sqlite3.connect(db) as conn:
             refs = {
                 ref
-                for (ref,) in conn.execute("SELECT payload_ref FROM messages WHERE payload_ref IS NOT NULL")
+                for (ref,) in conn.execute(
+                    "SELECT payload_ref FROM durableq_messages WHERE payload_ref IS NOT NULL"
+                )
             }
         swept = broker.sweep_payloads(grace=0)  # no process runs: every file no row names is an orphan
         files = {f.name for f in broker.payload_dir.rglob("*") if f.is_file() and f.name != MARKER}

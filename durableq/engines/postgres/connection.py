@@ -49,15 +49,16 @@ class _NumericLoader(Loader):
 
 
 def connect_raw(
-    location: str, durability: str, busy_timeout: float, *, autocommit: bool = True
+    location: str, durability: str, busy_timeout: float, schema: str, *, autocommit: bool = True
 ) -> psycopg.Connection[Any]:
     """A new driver connection to ``location`` with durableq's settings: the durability's
-    ``synchronous_commit``, ``busy_timeout`` as the connect and lock timeouts, UTC, integer sums."""
+    ``synchronous_commit``, ``busy_timeout`` as the connect and lock timeouts, UTC, integer sums, and
+    durableq's ``schema`` first in the ``search_path`` (see :func:`search_path`)."""
     url = location.replace("postgresql+psycopg://", "postgresql://", 1)
     try:
         raw = psycopg.connect(
             url,
-            autocommit=autocommit,
+            autocommit=True,  # the settings below are the session's (a rollback would undo them)
             cursor_factory=psycopg.Cursor,
             connect_timeout=max(1, round(busy_timeout)),
             application_name="durableq",
@@ -67,11 +68,27 @@ def connect_raw(
         raw.execute(
             f"SET synchronous_commit = {_SYNCHRONOUS[durability]}; "
             f"SET lock_timeout = {max(1, round(busy_timeout * 1000))}; "
-            "SET TIME ZONE 'UTC'"
+            "SET TIME ZONE 'UTC'; "
+            f"SELECT {search_path(schema)}"
         )
+        raw.autocommit = autocommit
     except psycopg.Error as exc:
         raise translate(exc, location, busy_timeout) from exc
     return raw
+
+
+def search_path(schema: str, *, local: bool = False) -> str:
+    """The expression that puts ``schema`` (a checked name) first in the connection's ``search_path``,
+    before whatever the path was (the server's or the role's default: ``"$user", public``).
+
+    Why first, and why the rest kept after it: durableq's statements name its tables unqualified
+    (``durableq_messages``), so they resolve in its schema, and nothing it creates lands elsewhere;
+    the names behind it are the application's, which a statement of the application's own run on
+    this connection (``Broker.transaction``) must still find.  Nothing of the application's is
+    shadowed, as every name in durableq's schema begins ``durableq_``, a name no application table
+    may take in a database durableq shares.  ``local``: for the transaction under way only."""
+    path = f"concat_ws(', ', '{schema}', nullif(current_setting('search_path'), ''))"
+    return f"set_config('search_path', {path}, {'true' if local else 'false'})"
 
 
 def close_quietly(raw: psycopg.Connection[Any], what: str) -> None:

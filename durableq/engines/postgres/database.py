@@ -8,6 +8,7 @@ commit, so a waiter on any host learns of it when the commit does.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import weakref
@@ -17,35 +18,26 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import psycopg
+from psycopg.pq import TransactionStatus
 
 from ... import limits
 from ...errors import BrokerClosed, DatabaseError, UnsupportedOperation
+from ...limits import DEFAULT_POSTGRES_SCHEMA
 from .. import forks, watch, watchers
 from ..base import GroupStats
 from ..dialect import POSTGRES
+from ..fileformat import VERSION_TABLE
 from ..per_thread import PerThread, keep_inherited
 from ..urls import redacted
-from .connection import Connection, connect_raw
+from . import legacy
+from .connection import Connection, connect_raw, search_path
 from .errors import translate
-from .locks import (
-    BEGIN_CHANGE,
-    BEGIN_READ,
-    BEGIN_WRITE,
-    JOINED_CHANGE,
-    JOINED_WRITE,
-    MIGRATION,
-    SETTLED_BARRIER,
-    SETTLED_BEGIN,
-)
-from .notify import CHANNEL, ListenSource, TransactionIdProbe
+from .locks import BEGIN_READ, MIGRATION, begins
+from .notify import ListenSource, TransactionIdProbe, channel
 from .snapshot import ExportedTransaction, export
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
-
-#: alembic's revision table: a name of durableq's own, as the database may hold other applications'
-#: tables, their own ``alembic_version`` among them.
-VERSION_TABLE = "durableq_version"
 
 
 class Database:
@@ -57,9 +49,19 @@ class Database:
     #: Changes take the writers' lock shared: they run side by side (see :mod:`.locks`).
     concurrent_changes = True
 
-    def __init__(self, url: str, *, durability: str, busy_timeout: float) -> None:
+    def __init__(
+        self, url: str, *, durability: str, busy_timeout: float, schema: str = DEFAULT_POSTGRES_SCHEMA
+    ) -> None:
         self.location = url
-        self.name = redacted(url)
+        #: The schema of durableq's tables (a checked name: see ``validation.schema_name``).
+        self.schema = schema
+        self.name = (
+            redacted(url) if schema == DEFAULT_POSTGRES_SCHEMA else f"{redacted(url)} (schema {schema})"
+        )
+        self._begins = begins(schema)
+        #: The channel of this durableq's change notifications (``NOTIFY`` it in a transaction that
+        #: changed rows, the application's included, and long polls wake at its commit).
+        self.channel = channel(schema)
         self.durability = durability
         self.busy_timeout = busy_timeout
         self._connections = PerThread(Connection.close)
@@ -69,9 +71,9 @@ class Database:
         self._spare_lock = threading.Lock()
         forks.renew_in_child(self, "_spare_lock")
         self._watcher_hold = watchers.WatcherHold(
-            lambda: ("postgresql", url),
+            lambda: ("postgresql", url, schema),
             self.name,
-            lambda: ListenSource(self.raw_connect),
+            lambda: ListenSource(self.raw_connect, self.channel),
             lambda: TransactionIdProbe(self.raw_connect),
         )
         _open_databases.add(self)
@@ -83,7 +85,9 @@ class Database:
 
     def raw_connect(self, *, autocommit: bool = True) -> psycopg.Connection[Any]:
         """A new driver connection with durableq's settings."""
-        return connect_raw(self.location, self.durability, self.busy_timeout, autocommit=autocommit)
+        return connect_raw(
+            self.location, self.durability, self.busy_timeout, self.schema, autocommit=autocommit
+        )
 
     def connect(self) -> Connection:
         return Connection(self.raw_connect(), self.location, self.busy_timeout)
@@ -127,11 +131,11 @@ class Database:
     def write(self) -> AbstractContextManager[Connection]:
         """A write transaction that runs alone: the writers' lock, exclusively (as SQLite's
         ``BEGIN IMMEDIATE``)."""
-        return self._transaction(BEGIN_WRITE)
+        return self._transaction(self._begins.write)
 
     def change(self) -> AbstractContextManager[Connection]:
         """A write of one statement (or a few, in ``conn.one_write()``): the writers' lock, shared."""
-        return self._transaction(BEGIN_CHANGE)
+        return self._transaction(self._begins.change)
 
     def read(self) -> AbstractContextManager[Connection]:
         """A read transaction: one ``REPEATABLE READ`` snapshot."""
@@ -141,16 +145,18 @@ class Database:
         """A read transaction whose snapshot is *settled*: taken while no write was under way, so
         every event id at or below the highest it shows has committed, or never will (why this is
         needed and why it is correct: see :mod:`.locks`)."""
-        return self._transaction(SETTLED_BEGIN, barrier=SETTLED_BARRIER)
+        return self._transaction(self._begins.settled_begin, barrier=self._begins.settled_barrier)
 
-    #: Sent inside a joined transaction after an operation: delivered with the application's commit,
-    #: it wakes the long polls of every host then (see :meth:`.base.Database.joined_lock`).
-    joined_notice: str | None = f"NOTIFY {CHANNEL}"
+    @property
+    def joined_notice(self) -> str | None:
+        """Sent inside a joined transaction after an operation: delivered with the application's
+        commit, it wakes the long polls of every host then (see :meth:`.base.Database.joined_lock`)."""
+        return f"NOTIFY {self.channel}"
 
     def joined_lock(self, alone: bool) -> str | None:
         """The writers' lock of an operation inside a transaction it did not begin (see
-        :data:`.locks.JOINED_WRITE`)."""
-        return JOINED_WRITE if alone else JOINED_CHANGE
+        :attr:`.locks.Begins.joined_write`)."""
+        return self._begins.joined_write if alone else self._begins.joined_change
 
     @contextmanager
     def own_transaction(self) -> Iterator[Connection]:
@@ -169,7 +175,7 @@ class Database:
                 conn.run("BEGIN")
                 yield conn
                 changed = conn.changes != changes
-                conn.run(f"NOTIFY {CHANNEL}; COMMIT" if changed else "COMMIT")
+                conn.run(f"NOTIFY {self.channel}; COMMIT" if changed else "COMMIT")
             except BaseException:
                 conn.rollback()
                 if conn.idle:
@@ -214,7 +220,7 @@ class Database:
             holding = False
             yield conn
             changed = conn.changes != changes
-            conn.run(f"NOTIFY {CHANNEL}; COMMIT" if changed else "COMMIT")
+            conn.run(f"NOTIFY {self.channel}; COMMIT" if changed else "COMMIT")
         except BaseException:
             self._restore(conn, holding=holding)
             raise
@@ -273,13 +279,10 @@ class Database:
         )
 
     def revision(self) -> str | None:
-        """The alembic revision of the database (None: durableq never migrated it)."""
+        """The alembic revision of durableq's schema (None: durableq never migrated it), or of
+        durableq's tables from before revision 0009 (in ``public``: see :mod:`.legacy`)."""
         with self.statement() as conn:
-            (table,) = conn.execute(f"SELECT to_regclass('{VERSION_TABLE}')").fetchone()
-            if table is None:
-                return None
-            row = conn.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchone()
-        return row[0] if row else None
+            return legacy.revision(conn, self.schema)
 
     @contextmanager
     def migration_lock(self) -> Iterator[None]:
@@ -292,15 +295,51 @@ class Database:
         finally:
             conn.close()  # ends the session, and its lock
 
-    def prepare_migration(self) -> None:
-        """Nothing to prepare: a PostgreSQL database needs no file settings."""
+    def prepare_migration(self, target: str = "head") -> None:
+        """durableq's schema, made if missing, and durableq's tables from before revision 0009 moved
+        into it (see :mod:`.legacy`)."""
+        with self.statement() as conn:
+            legacy.adopt(conn, self.schema)
+
+    def drop_all(self) -> bool:
+        """The revisions walk down in durableq's schema, where no application's name is in the way."""
+        return False
+
+    def after_downgrade(self, revision: str | None) -> None:
+        """See :meth:`..base.Database.after_downgrade` and :func:`.legacy.restore`."""
+        with self.statement() as conn:
+            legacy.restore(conn, self.schema, revision)
+
+    @contextmanager
+    def on_foreign_connection(self, conn: psycopg.Connection[Any]) -> Iterator[psycopg.Connection[Any]]:
+        """For the block, durableq's schema first in the ``search_path`` of ``conn``, a psycopg
+        connection of the application's to this database, before the application's own path (see
+        :func:`.connection.search_path`), so durableq's statements run on it as on durableq's own
+        connections and the application's statements beside them still find its tables.
+
+        Inside a transaction (the application's), the setting is the transaction's own
+        (``set_config(..., true)``): a rollback takes it back with everything else.  The previous path
+        is set again when the block ends (unless the transaction failed: its rollback restores it).
+        On an idle connection in autocommit mode, the session's path is set and set back."""
+        local = conn.info.transaction_status != TransactionStatus.IDLE or not conn.autocommit
+        try:
+            (previous,) = conn.execute("SELECT current_setting('search_path')").fetchone() or ("",)
+            conn.execute(f"SELECT {search_path(self.schema, local=local)}")
+        except psycopg.Error as exc:
+            raise self.translated(exc) from exc
+        try:
+            yield conn
+        finally:
+            if conn.info.transaction_status in (TransactionStatus.IDLE, TransactionStatus.INTRANS):
+                with contextlib.suppress(psycopg.Error):
+                    conn.execute("SELECT set_config('search_path', %s, %s)", (previous, local))
 
     def export_snapshot(
         self, clock: Callable[[], float], directory: str | os.PathLike[str] | None
     ) -> ExportedTransaction:
         """The live tables as one exported transaction sees them (see :mod:`.snapshot`; nothing is
         copied, so ``directory`` does not apply)."""
-        return export(self.location, VERSION_TABLE, clock, self.busy_timeout)
+        return export(self.location, self.schema, clock, self.busy_timeout)
 
     def backup(self, dest: Path, file_mode: int) -> None:
         raise UnsupportedOperation(

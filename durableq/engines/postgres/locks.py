@@ -32,26 +32,71 @@ taken, and no write pays anything when nobody reads.
 
 from __future__ import annotations
 
-#: The advisory lock of durableq's writers (shared: one-statement writes; exclusive: the others).
-WRITERS = 0x6475_7261_626C  # "durabl"
-#: The advisory lock of a migration (one process migrates a database at a time).
-MIGRATION = WRITERS + 1
+import hashlib
+from dataclasses import dataclass
+from functools import lru_cache
 
-#: A write of several statements: runs alone (as SQLite's ``BEGIN IMMEDIATE``).
-BEGIN_WRITE = f"BEGIN; SELECT pg_advisory_xact_lock({WRITERS})"
-#: A write of one statement (or a few that must commit together): runs beside the others like it.
-BEGIN_CHANGE = f"BEGIN; SELECT pg_advisory_xact_lock_shared({WRITERS})"
-#: What an operation inside a transaction it did not begin (``Broker.transaction``) takes first: the
-#: writers' lock as its kind needs (exclusive for a write that runs alone, shared for a change), held
-#: until the application's commit, as a transaction of its own would hold it until its own.
-JOINED_WRITE = f"SELECT pg_advisory_xact_lock({WRITERS})"
-JOINED_CHANGE = f"SELECT pg_advisory_xact_lock_shared({WRITERS})"
+#: The advisory lock of a migration, one for the whole database (one process migrates it at a time,
+#: whatever its schema: revision 0009 moves tables out of ``public``, which two schemas may race for).
+#: Before revision 0009 it was also the writers' lock + 1, and still is: an older durableq migrating
+#: the same database waits for this one.
+MIGRATION = 0x6475_7261_626C + 1
+
 #: A read of several statements: one snapshot.
 BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
-#: How a settled read begins, in this order on an idle connection: the writers' lock taken
-#: exclusively for the session (:data:`SETTLED_BARRIER`), then the transaction, whose first statement
-#: (where its snapshot is taken) releases the lock (:data:`SETTLED_BEGIN`).  If the second fails, the
-#: connection may still hold the lock: close it.
-SETTLED_BARRIER = f"SELECT pg_advisory_lock({WRITERS})"
-SETTLED_BEGIN = f"{BEGIN_READ}; SELECT pg_advisory_unlock({WRITERS})"
+
+def writers_key(schema: str) -> int:
+    """The writers' advisory lock of the durableq of ``schema``: advisory locks belong to the whole
+    database, so each schema (each durableq installation) has its own, and the writers of one never
+    wait for another's (64 bits of a hash: two schemas share one by a chance of 1 in 2**64)."""
+    digest = hashlib.sha256(f"durableq writers {schema}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Begins:
+    """How each kind of transaction of one schema's durableq begins."""
+
+    #: The writers' lock (shared: one-statement writes; exclusive: the others).
+    writers: int
+
+    @property
+    def write(self) -> str:
+        """A write of several statements: runs alone (as SQLite's ``BEGIN IMMEDIATE``)."""
+        return f"BEGIN; SELECT pg_advisory_xact_lock({self.writers})"
+
+    @property
+    def change(self) -> str:
+        """A write of one statement (or a few that must commit together): runs beside the others."""
+        return f"BEGIN; SELECT pg_advisory_xact_lock_shared({self.writers})"
+
+    @property
+    def joined_write(self) -> str:
+        """What an operation inside a transaction it did not begin (``Broker.transaction``) takes
+        first, when it must run alone: the writers' lock, exclusive, held until the application's
+        commit, as a transaction of its own would hold it until its own."""
+        return f"SELECT pg_advisory_xact_lock({self.writers})"
+
+    @property
+    def joined_change(self) -> str:
+        """The same for an operation that runs beside others like it: the writers' lock, shared."""
+        return f"SELECT pg_advisory_xact_lock_shared({self.writers})"
+
+    @property
+    def settled_barrier(self) -> str:
+        """How a settled read begins, in this order on an idle connection: the writers' lock taken
+        exclusively for the session (this), then the transaction, whose first statement (where its
+        snapshot is taken) releases the lock (:attr:`settled_begin`).  If the second fails, the
+        connection may still hold the lock: close it."""
+        return f"SELECT pg_advisory_lock({self.writers})"
+
+    @property
+    def settled_begin(self) -> str:
+        return f"{BEGIN_READ}; SELECT pg_advisory_unlock({self.writers})"
+
+
+@lru_cache(maxsize=64)
+def begins(schema: str) -> Begins:
+    """How the transactions of the durableq of ``schema`` begin."""
+    return Begins(writers_key(schema))

@@ -15,8 +15,13 @@ from .connection import close_quietly
 
 log = logging.getLogger(__name__)
 
-#: The channel of change notifications.
-CHANNEL = "durableq"
+
+def channel(schema: str) -> str:
+    """The channel of the change notifications of the durableq of ``schema`` (channels belong to the
+    whole database: one per schema, so a commit in one installation wakes no waiter of another).
+    ``schema`` is a checked name (``validation.schema_name``): an identifier as it is."""
+    return f"durableq_{schema}"
+
 
 #: A new driver connection with the database's settings.
 Connect = Callable[[], psycopg.Connection[Any]]
@@ -27,9 +32,9 @@ class ListenSource:
 
     interval = 1.0
 
-    def __init__(self, connect: Connect) -> None:
+    def __init__(self, connect: Connect, channel: str) -> None:
         self._raw = connect()
-        self._raw.execute(f"LISTEN {CHANNEL}")
+        self._raw.execute(f"LISTEN {channel}")
         self.fileno: int | None = self._raw.fileno()
 
     def read(self) -> News:

@@ -188,7 +188,9 @@ def _check(source: Path, path: Path, busy_timeout: float) -> None:
     try:
         with closing(sqlite3.connect(path, timeout=busy_timeout)) as conn:
             if not identify(conn, source):
-                raise NotADurableQDatabase(f"{source} is an empty SQLite file, not a durableq database")
+                raise NotADurableQDatabase(
+                    f"{source} holds no durableq tables (an empty file, or only another application's)"
+                )
             revision = read_revision(conn)
     except sqlite3.Error as exc:
         raise translate(exc, source, busy_timeout) from exc

@@ -20,9 +20,10 @@ from ...errors import BrokerClosed, DatabaseError, DatabaseLocked
 from .. import change_sources, forks, watch, watchers
 from ..base import GroupStats
 from ..dialect import SQLITE
-from ..files import configure_new, identify, read_revision, use_wal
+from ..fileformat import VERSION_TABLE
+from ..files import adopt_legacy_version, after_downgrade, configure_new, identify, read_revision, use_wal
 from ..per_thread import PerThread, keep_inherited
-from . import group
+from . import group, shared
 from .connection import BEGIN_WRITE, SqliteConnection
 from .copies import FileCopy, backup, copy_for_readers
 from .errors import translate, unstorable
@@ -267,19 +268,56 @@ class Database:
                 f"for more than {self.busy_timeout:g} s"
             ) from exc
 
-    def prepare_migration(self) -> None:
-        """WAL mode, and durableq's application id in a new file."""
+    def prepare_migration(self, target: str = "head") -> None:
+        """WAL mode, durableq's application id in a new file, the revision of a file before 0009
+        where alembic now keeps it (see :func:`..files.adopt_legacy_version`), and in a file of an
+        application's, durableq's tables made at once at head (see :mod:`.shared`)."""
         conn = self.conn
         try:
-            is_ours = identify(conn, self.path)
-            use_wal(conn)
-            if not is_ours:
+            fresh = not identify(conn, self.path)
+            if fresh:
                 configure_new(conn)
+            use_wal(conn)
+            adopt_legacy_version(conn)
+            if fresh and target == "head" and shared.holds_other_objects(conn):
+                shared.make_at_head(conn, self._new_at_head)
         except sqlite3.Error as exc:
             raise translate(exc, self.path, self.busy_timeout) from exc
 
-    #: alembic's revision table (the file is durableq's alone).
-    version_table = "alembic_version"
+    def _new_at_head(self, path: Path) -> None:
+        """A new durableq file at ``path``, migrated to head (see :mod:`.shared`)."""
+        from .. import migrate
+
+        database = Database(path, durability="normal", busy_timeout=self.busy_timeout)
+        try:
+            migrate.upgrade(database)
+        finally:
+            database.close()
+
+    def drop_all(self) -> bool:
+        """In a file shared with an application (see :mod:`.shared`): every table of durableq's dropped
+        at once, with its indexes and triggers (the revisions before 0009 would take the application's
+        names on the way down); in a file of durableq's alone, False: the revisions walk down."""
+        try:
+            return shared.drop_all(self.conn)
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path, self.busy_timeout) from exc
+
+    def after_downgrade(self, revision: str | None) -> None:
+        """See :func:`..files.after_downgrade`."""
+        try:
+            after_downgrade(self.conn, revision)
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path, self.busy_timeout) from exc
+
+    @contextmanager
+    def on_foreign_connection(self, conn: Any) -> Iterator[Any]:
+        """Where durableq's statements run on a connection it did not open (the application's): on
+        SQLite nothing to set, as a file has one namespace and durableq's names are its own."""
+        yield conn
+
+    #: alembic's revision table (the file may hold an application's tables).
+    version_table = VERSION_TABLE
 
     def migration_engine(self) -> Engine:
         """A SQLAlchemy engine for alembic on connections of this file's settings; its transactions

@@ -86,7 +86,10 @@ class EventTail:
         for text in self.problems:
             problems.add(text)
         with store.reading(self.place.db) as conn:
-            ids = [int(i) for (i,) in conn.execute("SELECT event_id FROM message_events ORDER BY event_id")]
+            ids = [
+                int(i)
+                for (i,) in conn.execute("SELECT event_id FROM durableq_message_events ORDER BY event_id")
+            ]
         missed = [i for i in ids if i <= self.last and i not in self.seen]
         twice = sorted(i for i, n in self.seen.items() if n > 1)
         if missed:

@@ -161,9 +161,10 @@ def _foreign(rt: Runtime, connection: object) -> Iterator[Transaction]:
             before()
         driver_check()
 
-    tx = Transaction(rt, Joined(rt.db, adapter, check), form)
+    tx = Transaction(rt, Joined(rt.db, adapter, check, lambda: rt.db.on_foreign_connection(raw)), form)
     holder.append(tx)
-    _check_database(rt, adapter)
+    with rt.db.on_foreign_connection(raw):
+        _check_database(rt, adapter)
     if listen is not None:
         listen()
     try:
@@ -211,8 +212,8 @@ def _adapt(rt: Runtime, raw: Any) -> tuple[Connection, Callable[[], None]]:
 
 
 def on_postgres(rt: Runtime, raw: Any) -> Connection:
-    """durableq's statements on an application's psycopg connection.  (The one place that makes it:
-    where durableq's tables get a schema of their own, this is where the engine sets it up.)"""
+    """durableq's statements on an application's psycopg connection (each operation of the
+    transaction sets durableq's schema on it for its length: ``Database.on_foreign_connection``)."""
     from .engines.postgres.connection import ForeignConnection
 
     return ForeignConnection(raw, rt.db.location, rt.db.busy_timeout)

@@ -116,7 +116,7 @@ def count(target: str, table: str) -> int:
 
 
 def metrics_sent(target: str) -> int:
-    (n,) = sql_rows(target, "SELECT coalesce(sum(sent), 0) FROM queue_metrics")[0]
+    (n,) = sql_rows(target, "SELECT coalesce(sum(sent), 0) FROM durableq_queue_metrics")[0]
     return int(n)
 
 
@@ -262,7 +262,7 @@ def test_encryption_inside(app: App, target: str, db_path: Path, tmp_path: Path)
         with app.transaction() as tx:
             queue.send("kept", transaction=tx)
         assert [m.body for m in queue.receive(wait_time=0)] == ["kept"]
-        (row,) = sql_rows(target, "SELECT body FROM messages")
+        (row,) = sql_rows(target, "SELECT body FROM durableq_messages")
         assert "kept" not in row[0]
 
 
@@ -442,3 +442,46 @@ def test_the_own_form_is_never_part_of_a_group_commit(engine: str, db_path: Path
         bodies = sorted(m.body for m in queue.receive(max_messages=10, wait_time=0))
         assert bodies == (["mine"] if commit else []) + ["other 0", "other 1", "other 2"]
         assert db.group_stats.grouped - before == 3  # the three batched together, the transaction alone
+
+
+@pytest.mark.parametrize("durability", ["full", "normal"])
+@pytest.mark.parametrize("call", ["send", "delete", "stats", "purge"])
+def test_a_call_without_the_transaction_on_its_thread_is_refused_at_once(
+    target: str, db_path: Path, durability: str, call: str
+) -> None:
+    # The thread that holds durableq's own transaction open and writes without ``transaction=``
+    # would wait for itself: at "full" for the group-commit gate it holds (forever), elsewhere for
+    # the write lock until the busy timeout.  It gets a clear error at once instead, and the
+    # transaction goes on.  (Run in a thread of its own, so a hang fails the test, not the run.)
+    outcome: dict[str, object] = {}
+    with durableq.open(target, durability=durability, payload_dir=payload_dir(target, db_path)) as broker:
+        queue = broker.create_queue("jobs")
+        queue.send("held")
+        handle = queue.receive(1, visibility_timeout=30)[0].receipt_handle
+
+        def work() -> None:
+            with broker.transaction() as tx:
+                queue.send("inside", transaction=tx)
+                calls = {
+                    "send": lambda: queue.send("outside"),
+                    "delete": lambda: queue.delete(handle),
+                    "stats": queue.stats,
+                    "purge": queue.purge,
+                }
+                try:
+                    calls[call]()
+                except durableq.DurableQError as exc:
+                    outcome["error"] = exc
+                queue.send("after the refusal", transaction=tx)
+            outcome["committed"] = True
+
+        thread = threading.Thread(target=work, daemon=True)
+        thread.start()
+        thread.join(60)
+        assert not thread.is_alive(), f"{call} without transaction= waited for its own thread's transaction"
+        error = outcome.get("error")
+        assert isinstance(error, InvalidParameterValue), error
+        assert "transaction=" in str(error), error
+        assert outcome.get("committed") is True
+        bodies = sorted(m.body for m in queue.receive(10, visibility_timeout=30))
+        assert bodies == ["after the refusal", "inside"]

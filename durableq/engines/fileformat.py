@@ -9,6 +9,8 @@ from ..errors import DatabaseError
 SCHEMA_REVISION = "0009"
 #: ``PRAGMA application_id`` of a durableq file ("dq1q"), so other SQLite files are told apart.
 APPLICATION_ID = 0x64713171
+#: How a database that is not there yet is made (the commands that may create one say so too).
+HOW_TO_CREATE = "create one with durableq init"
 
 #: The first letters of every name durableq gives a table, an index or a trigger (revision 0009), so
 #: that a database it shares with an application never holds a name of both.  ``schema.py`` builds

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from .. import limits
 from ..errors import NotADurableQDatabase, UnsupportedOperation
+from .fileformat import HOW_TO_CREATE
 from .files import check_existing, prepare_file
 from .urls import postgres_url, redacted
 
@@ -43,8 +44,6 @@ def file_of(location: str | os.PathLike[str]) -> Path | None:
     return Path(location)
 
 
-#: How a database that is not there yet is made (the commands that may create one say so too).
-HOW_TO_CREATE = "create one with durableq init"
 
 
 def require_file(location: str | os.PathLike[str]) -> None:

@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import DatabaseError, InvalidParameterValue, NotADurableQDatabase, SchemaVersionTooNew
 from .base import Database
-from .fileformat import SCHEMA_REVISION
-from .location import HOW_TO_CREATE
+from .fileformat import HOW_TO_CREATE, SCHEMA_REVISION
 
 if TYPE_CHECKING:
     from alembic.config import Config

@@ -22,7 +22,7 @@ import copy
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import BinaryIO, cast
 
 from ..engines import forks, watch
@@ -44,13 +44,22 @@ _SAVEPOINT = "durableq_operation"
 class Joined:
     """The database of the operations inside one transaction they do not commit (see the module)."""
 
-    def __init__(self, db: Database, conn: Connection, before: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        db: Database,
+        conn: Connection,
+        before: Callable[[], None],
+        around: Callable[[], AbstractContextManager[object]] = nullcontext,
+    ) -> None:
         """``conn``: the transaction's connection (the engine's interface over it); ``before()``: run
         before each operation (raises if the transaction is over; begins the driver's transaction
-        where the driver would and none is open)."""
+        where the driver would and none is open); ``around()``: held over each operation (on the
+        application's connection, :meth:`.base.Database.on_foreign_connection`: the application may
+        commit inside its block and go on in a new transaction, so it is set for each one)."""
         self._db = db
         self.conn = conn
         self._before = before
+        self._around = around
         self.dialect = db.dialect
         self.concurrent_changes = db.concurrent_changes
         self.name, self.location, self.path = db.name, db.location, db.path
@@ -66,7 +75,7 @@ class Joined:
     def statement(self) -> Iterator[Connection]:
         """The transaction's connection, for reads (they see the transaction's own writes)."""
         self._before()
-        with forks.INSIDE:
+        with forks.INSIDE, self._around():
             try:
                 yield self.conn
             except Exception as exc:
@@ -83,7 +92,7 @@ class Joined:
     @contextmanager
     def _operation(self, lock: str | None) -> Iterator[Connection]:
         self._before()
-        with forks.INSIDE:
+        with forks.INSIDE, self._around():
             conn = self.conn
             try:
                 conn.execute(f"SAVEPOINT {_SAVEPOINT}")

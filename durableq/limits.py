@@ -195,6 +195,9 @@ WATCH_SETTLE_MAX_STEP = 0.005
 WATCH_SETTLE_LIMIT = 0.5
 #: While some receive waits, the change watcher asks SQLite this often in any case (a safety net).
 WATCH_CONFIRM_INTERVAL = 1.0
+#: The longest the change watcher waits in one turn: a timer further off (a message due centuries
+#: away on a skewed clock) is looked at again after this, as no selector can wait that long.
+WATCH_LONGEST_WAIT = 3_600.0
 #: A waiting room wakes this long after the moment a message becomes visible (clock granularity).
 LONG_POLL_TIMER_MARGIN = 0.001
 #: With a clock of the caller's (tests), how often a waiting room reads it when a message is due.

@@ -350,3 +350,24 @@ def test_a_fork_waits_for_the_other_threads_to_leave_their_sqlite_calls() -> Non
     code = _forked(child)
     thread.join()
     assert code == 0
+
+
+def test_a_timer_far_in_the_future_does_not_stop_the_watcher(tmp_path: Path) -> None:
+    # A message due centuries from now on this process's clock (a broker clock far behind the real
+    # one, a delay of a skewed host) asked the selector to wait longer than it can: the watcher
+    # thread died of OverflowError and long polls fell back on their deadlines.
+    with durableq.open(tmp_path / "q.db", durability="normal") as broker:
+        queue = broker.create_queue("jobs")
+        watcher = broker._rt.db.watcher()
+        watcher.call_later(1e15, lambda: None)
+        until(lambda: watcher._timeout(time.monotonic()) is not None)  # the thread has taken it
+        ran = threading.Event()
+        watcher.call_later(0.01, ran.set)  # a timer after the huge one: the thread still turns
+        assert ran.wait(20), "the watcher thread stopped"
+        got: list[durableq.Message] = []
+        poll = threading.Thread(target=lambda: got.extend(queue.receive(wait_time=20)))
+        poll.start()
+        until_long_polls_wait(1)
+        queue.send("woken")
+        poll.join()
+        assert [m.body for m in got] == ["woken"]

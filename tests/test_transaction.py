@@ -127,7 +127,7 @@ def test_a_send_and_a_row_commit_together(app: App, target: str, queue: durableq
     with app.transaction() as tx:
         tx.execute("INSERT INTO orders (note) VALUES (?)", ("order 1",))
         queue.send("ship order 1", transaction=tx)
-        assert count(target, "messages") == 0  # another connection sees nothing yet
+        assert count(target, "durableq_messages") == 0  # another connection sees nothing yet
         assert count(target, "orders") == 0
     assert count(target, "orders") == 1
     assert [m.body for m in queue.receive(wait_time=0)] == ["ship order 1"]
@@ -141,8 +141,8 @@ def test_a_rollback_leaves_no_trace(app: App, target: str, broker: durableq.Brok
         queue.send("ship order 1", transaction=tx)
         queue.send_batch([SendEntry("a", "one"), SendEntry("b", "two")], transaction=tx)
     assert count(target, "orders") == 0
-    assert count(target, "messages") == 0
-    assert count(target, "message_events") == 0
+    assert count(target, "durableq_messages") == 0
+    assert count(target, "durableq_message_events") == 0
     assert metrics_sent(target) == 0
     assert queue.receive(wait_time=0) == []
 

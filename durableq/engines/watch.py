@@ -220,7 +220,7 @@ class Watcher:
                 # fsync (FULL): look often at first, then less and less.
                 step = (now - self._settle_since) / 8
                 deadlines.append(now + min(limits.WATCH_SETTLE_MAX_STEP, max(limits.WATCH_SETTLE_STEP, step)))
-        return max(0.0, min(deadlines) - now) if deadlines else None
+        return min(limits.WATCH_LONGEST_WAIT, max(0.0, min(deadlines) - now)) if deadlines else None
 
     def _drain_wake_pipe(self) -> None:
         try:

@@ -27,6 +27,7 @@ from .. import forks, watch, watchers
 from ..base import GroupStats
 from ..dialect import POSTGRES
 from ..fileformat import VERSION_TABLE
+from ..own import OwnTransactions
 from ..per_thread import PerThread, keep_inherited
 from ..urls import redacted
 from . import legacy
@@ -64,6 +65,7 @@ class Database:
         self.channel = channel(schema)
         self.durability = durability
         self.busy_timeout = busy_timeout
+        self.own = OwnTransactions()  # the threads inside own_transaction(): refused elsewhere
         self._connections = PerThread(Connection.close)
         self._closed = False
         # Connections of the application's transactions (own_transaction), kept for the next one.
@@ -131,10 +133,12 @@ class Database:
     def write(self) -> AbstractContextManager[Connection]:
         """A write transaction that runs alone: the writers' lock, exclusively (as SQLite's
         ``BEGIN IMMEDIATE``)."""
+        self.own.refuse_outside(self.name)
         return self._transaction(self._begins.write)
 
     def change(self) -> AbstractContextManager[Connection]:
         """A write of one statement (or a few, in ``conn.one_write()``): the writers' lock, shared."""
+        self.own.refuse_outside(self.name)
         return self._transaction(self._begins.change)
 
     def read(self) -> AbstractContextManager[Connection]:
@@ -145,6 +149,7 @@ class Database:
         """A read transaction whose snapshot is *settled*: taken while no write was under way, so
         every event id at or below the highest it shows has committed, or never will (why this is
         needed and why it is correct: see :mod:`.locks`)."""
+        self.own.refuse_outside(self.name)
         return self._transaction(self._begins.settled_begin, barrier=self._begins.settled_barrier)
 
     @property
@@ -165,7 +170,7 @@ class Database:
         this thread's: the thread's other calls stay outside); the writers' lock is taken by each
         operation inside, as its kind needs, and held to the end.  ``COMMIT`` with ``NOTIFY`` if rows
         changed; a connection that cannot be brought back to idle is closed."""
-        with forks.INSIDE:
+        with forks.INSIDE, self.own.held():
             with self._spare_lock:
                 conn = self._spares.pop() if self._spares else None
             if conn is None or not conn.idle:

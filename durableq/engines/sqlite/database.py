@@ -22,6 +22,7 @@ from ..base import GroupStats
 from ..dialect import SQLITE
 from ..fileformat import VERSION_TABLE
 from ..files import adopt_legacy_version, after_downgrade, configure_new, identify, read_revision, use_wal
+from ..own import OwnTransactions
 from ..per_thread import PerThread, keep_inherited
 from . import group, shared
 from .connection import BEGIN_WRITE, SqliteConnection
@@ -49,6 +50,7 @@ class Database:
         self.location = self.name = str(path)
         self.durability = durability
         self.busy_timeout = busy_timeout
+        self.own = OwnTransactions()  # the threads inside own_transaction(): refused elsewhere
         self._connections = PerThread(self._close_connection)
         self._closed = False
         # The change watcher of this file, once a long poll asked for it (see watcher()).
@@ -155,6 +157,7 @@ class Database:
         (see :mod:`.group`): it may share its transaction with other writes of this process,
         each in a savepoint, on the gate's connection: use only the connection it yields (not
         :attr:`conn`, which is this thread's and outside that transaction)."""
+        self.own.refuse_outside(self.name)
         if not self._grouping:
             return transaction(self, BEGIN_WRITE)
         return Grouped(self, transaction=True)
@@ -163,6 +166,7 @@ class Database:
         """Where a write that is one statement runs (a single ``INSERT``/``UPDATE … RETURNING``/
         ``DELETE`` is atomic and takes the write lock when it starts): alone, it commits on its
         own (autocommit); behind other writes, it joins their group like :meth:`write`."""
+        self.own.refuse_outside(self.name)
         return Grouped(self, transaction=False) if self._grouping else Statement(self)
 
     #: Nothing to send: a commit of any connection, of any process, reaches the change watcher by the
@@ -181,7 +185,7 @@ class Database:
         of group commit ever holds the application's work nor waits inside it, and ``BEGIN
         IMMEDIATE`` on the gate's connection (no thread's own: this thread's other calls stay
         outside).  Inside :data:`.forks.INSIDE` all along: a fork waits for the block's end."""
-        with forks.INSIDE:
+        with forks.INSIDE, self.own.held():
             self.gate.enter_alone()
             try:
                 conn = self._begin_shared()

@@ -44,8 +44,6 @@ def file_of(location: str | os.PathLike[str]) -> Path | None:
     return Path(location)
 
 
-
-
 def require_file(location: str | os.PathLike[str]) -> None:
     """Refuse a SQLite path with no file (NotADurableQDatabase), making none: the rule of an open
     that may not create the database.  A PostgreSQL database exists before durableq sees it (its

@@ -3,11 +3,12 @@
 #               (a library tour, then a job queue run by `durableq worker`)
 #   make test   sets up everything (Python packages, Java and the SQLite JDBC driver
 #               for Spark) and runs the whole test suite
+#   make docs   builds the documentation site into site/ (strict: a broken link fails)
 PYTHON ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
 
-.PHONY: demo test check setup setup-test system-deps clean
+.PHONY: demo test check docs setup setup-test system-deps clean
 
 # durableq itself: enough for the demo (and the benchmark and stress runs, which add their own).
 $(BIN)/.installed: pyproject.toml
@@ -16,7 +17,7 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e .
 	touch $@
 
-# Plus the test extra: pytest, Hypothesis, pyspark, boto3, the AWS CLI.
+# Plus the test extra: pytest, Hypothesis, pyspark, boto3, the AWS CLI, and the docs extra.
 $(BIN)/.installed-test: $(BIN)/.installed
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
@@ -46,7 +47,16 @@ test: setup-test system-deps check
 	$(BIN)/python -m pytest
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) .pytest_cache .hypothesis build site *.egg-info
+
+# The documentation site (mkdocs.yml, pages in docs/), strict: broken links, anchors and
+# references fail the build. `$(BIN)/mkdocs serve` shows it while you edit.
+$(BIN)/.installed-docs: $(BIN)/.installed
+	$(BIN)/pip install --quiet -e '.[docs]'
+	touch $@
+
+docs: $(BIN)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # The benchmark harness of issue 8: every workload, results in bench/results/ (about 10-20 minutes).
 .PHONY: bench

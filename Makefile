@@ -3,11 +3,12 @@
 #               (a library tour, then a job queue run by `durableq worker`)
 #   make test   sets up everything (Python packages, Java and the SQLite JDBC driver
 #               for Spark) and runs the whole test suite
+#   make docs   builds the documentation site into site/ (strict: a broken link fails)
 PYTHON ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
 
-.PHONY: demo test check setup setup-test system-deps clean lock
+.PHONY: demo test check docs setup setup-test system-deps clean lock
 
 # durableq itself: enough for the demo (and the benchmark and stress runs, which add their own).
 $(BIN)/.installed: pyproject.toml
@@ -16,7 +17,8 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e .
 	touch $@
 
-# Plus the test extra: pytest, Hypothesis, pyspark, boto3, the AWS CLI; at the versions of
+# Plus the test extra: pytest, Hypothesis, pyspark, boto3, the AWS CLI,
+# and the docs extra (MkDocs); at the versions of
 # constraints/dev.txt, so that lint, types and tests give the same answer on every machine.
 LOCK = constraints/dev.txt
 $(BIN)/.installed-test: $(BIN)/.installed $(LOCK)
@@ -48,7 +50,16 @@ test: setup-test system-deps check
 	$(BIN)/python -m pytest
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) .pytest_cache .hypothesis build site *.egg-info
+
+# The documentation site (mkdocs.yml, pages in docs/), strict: broken links, anchors and
+# references fail the build. `$(BIN)/mkdocs serve` shows it while you edit.
+$(BIN)/.installed-docs: $(BIN)/.installed
+	$(BIN)/pip install --quiet -e '.[docs]' -c $(LOCK)
+	touch $@
+
+docs: $(BIN)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # Refresh constraints/dev.txt: the newest versions pyproject.toml allows, installed in a fresh
 # virtual environment and frozen (review the diff, run `make test`, commit it).

@@ -1,6 +1,6 @@
 """The per-minute counters and the message states are declared once (durableq/types.py:
 ``MinuteMetrics`` and ``MESSAGE_STATES``); what cannot read the declaration (SQL, the schema, the
-README) is checked against it here."""
+docs) is checked against it here."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from durableq.engines import schema
 from durableq.ops.states import STATE_SQL
 from durableq.types import COUNTERS, MESSAGE_STATES, MinuteMetrics, QueueStats
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ENDPOINT_PAGE = Path(__file__).resolve().parent.parent / "docs" / "guides" / "endpoint.md"
 
 
 def test_the_counters_are_the_fields_of_minute_metrics_and_the_columns_of_queue_metrics() -> None:
@@ -29,8 +29,8 @@ def test_the_states_are_what_the_sql_classifies_and_what_stats_count() -> None:
     assert stats[: len(MESSAGE_STATES)] == [s.count for s in MESSAGE_STATES]
 
 
-def test_the_readme_names_every_prometheus_metric() -> None:
-    readme = README.read_text(encoding="utf-8")
+def test_the_endpoint_page_names_every_prometheus_metric() -> None:
+    readme = ENDPOINT_PAGE.read_text(encoding="utf-8")
     for counter in COUNTERS:
         assert f"`durableq_{counter}_total`" in readme, counter
     for state in MESSAGE_STATES:

@@ -1,4 +1,4 @@
-"""The shell sessions shown in docs/analytics.md and in the README's analytics section.
+"""The shell sessions shown in docs/analytics.md and docs/guides/spark.md.
 
 A session is a ``console`` block between ``<!-- session: NAME -->`` and
 ``<!-- /session -->``: lines starting with ``$ `` are commands, the lines after
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCUMENTS = (ROOT / "docs" / "analytics.md", ROOT / "README.md")
+DOCUMENTS = (ROOT / "docs" / "analytics.md", ROOT / "docs" / "guides" / "spark.md")
 #: The plot a session draws, and where the documents show it from.
 PLOT, SHOWN_PLOT = "activity.png", ROOT / "docs" / "analytics-activity.png"
 

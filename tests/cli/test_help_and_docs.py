@@ -1,4 +1,4 @@
-"""Every command has help text, --json, and a place in the README's CLI reference."""
+"""Every command has help text, --json, and a place in the CLI reference of the docs (docs/cli.md)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from durableq.cli import main
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 
 
 def _walk(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[tuple[str, click.Command]]:
@@ -26,7 +26,7 @@ LEAVES = [(path, command) for path, command in COMMANDS if not isinstance(comman
 
 
 def _cli_section() -> str:
-    text = README.read_text(encoding="utf-8")
+    text = PAGE.read_text(encoding="utf-8")
     return text[text.index("<!-- cli:start -->") : text.index("<!-- cli:end -->")]
 
 
@@ -60,16 +60,16 @@ def test_every_command_has_json(path: str, command: click.Command) -> None:
 
 
 @pytest.mark.parametrize(("path", "command"), COMMANDS, ids=[path for path, _ in COMMANDS])
-def test_every_command_and_option_is_in_the_readme(path: str, command: click.Command) -> None:
+def test_every_command_and_option_is_in_the_docs(path: str, command: click.Command) -> None:
     section = _cli_section()
-    assert re.search(rf"durableq {re.escape(path)}(?![\w-])", section), f"README lacks `durableq {path}`"
+    assert re.search(rf"durableq {re.escape(path)}(?![\w-])", section), f"docs/cli.md lacks `durableq {path}`"
     for option in _long_options(command):
-        assert option in section, f"README lacks {option} of `durableq {path}`"
+        assert option in section, f"docs/cli.md lacks {option} of `durableq {path}`"
 
 
-def test_the_readme_documents_the_conventions() -> None:
+def test_the_docs_document_the_conventions() -> None:
     section = _cli_section()
-    for word in ("## Command line", "--db", "DURABLEQ_DB", "--json", "--version", "Exit status"):
+    for word in ("# Command line", "--db", "DURABLEQ_DB", "--json", "--version", "Exit status"):
         assert word in section
     for option in _long_options(main):
         assert option in section

@@ -1,4 +1,4 @@
-"""Reading the examples out of a markdown file, and comparing what they print with what it shows.
+"""Reading the examples out of the markdown pages, and comparing what they print with what it shows.
 
 A fenced block right after a line ``<!-- output -->`` is what the code block
 before it prints; after ``<!-- output: excerpt -->`` it is a contiguous part of
@@ -28,6 +28,7 @@ class Block:
 
     lang: str
     text: str
+    page: str  # the file, relative to the repository's root
     line: int
     section: str
     region: str | None
@@ -36,11 +37,17 @@ class Block:
 
     @property
     def label(self) -> str:
-        return f"line {self.line} ({self.section})"
+        return f"{self.page}:{self.line} ({self.section})"
 
 
-def blocks(path: Path) -> list[Block]:
+def pages(root: Path) -> list[Path]:
+    """The documents whose examples the tests run: the README and every page of the site."""
+    return [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+
+
+def blocks(path: Path, root: Path | None = None) -> list[Block]:
     """Every fenced block of ``path``, each code block linked to the output block that follows it."""
+    page = str(path.relative_to(root)) if root is not None else path.name
     found: list[Block] = []
     section, region, marker = "", None, None
     lines = path.read_text(encoding="utf-8").splitlines()
@@ -55,7 +62,8 @@ def blocks(path: Path) -> list[Block]:
             marker = mark.group(1) or "output"
         elif fence := _FENCE.match(line):
             end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
-            block = Block(fence.group(1), "\n".join(lines[i + 1 : end]) + "\n", i + 1, section, region)
+            text = "\n".join(lines[i + 1 : end]) + "\n"
+            block = Block(fence.group(1), text, page, i + 1, section, region)
             if marker is not None:
                 block.output_of_previous = marker
                 assert found, f"{path}:{i + 1}: an output block must follow a code block"

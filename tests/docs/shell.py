@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -30,7 +31,10 @@ NOT_RUN = {
     "pip": "installs packages (the test environment has every extra)",
     "apt-get": "installs system packages",
     "aws": "needs a running endpoint: test_readme.py runs the endpoint's examples with one",
+    ".venv/bin/python": "runs the test suites and stress runs of this repository (these tests are in one)",
 }
+#: ``NAME=VALUE`` words before a command: its environment.
+_ASSIGNMENT = re.compile(r"^[A-Z_][A-Z0-9_]*=")
 
 
 class Shell:
@@ -51,10 +55,14 @@ class Shell:
     def run(self, block: Block) -> str:
         """Run every line of ``block``; returns what they printed on stdout."""
         printed = []
-        for line in block.text.splitlines():
+        for line in block.text.replace("\\\n", " ").splitlines():  # a backslash continues a line
             for shown, actual in self.replace.items():
                 line = line.replace(shown, actual)
             words = shlex.split(line, comments=True)
+            assigned: dict[str, str] = {}  # VAR=VALUE before the command: its environment
+            while words and _ASSIGNMENT.match(words[0]):
+                name, value = words.pop(0).split("=", 1)
+                assigned[name] = value
             if not words:
                 continue
             where = f"{block.label}: {line.strip()}"
@@ -63,9 +71,9 @@ class Shell:
             if words[0] == "export":
                 self.env.update(word.split("=", 1) for word in words[1:])  # type: ignore[misc]
             elif words[0] == "durableq":
-                printed.append(self._durableq([self._inside(w) for w in words[1:]], where))
+                printed.append(self._durableq([self._inside(w) for w in words[1:]], where, assigned))
             elif words[0] == "python":
-                printed.append(self._python(words[1:], where))
+                printed.append(self._python(words[1:], where, assigned))
             else:
                 raise AssertionError(f"{where}: the docs tests do not know how to run this line")
         return "".join(printed)
@@ -73,17 +81,18 @@ class Shell:
     def _inside(self, word: str) -> str:
         return str(self.folder / word.lstrip("/")) if word.startswith("/") else word
 
-    def _durableq(self, args: list[str], where: str) -> str:
-        named = args[args.index("--db") + 1] if "--db" in args else self.env.get("DURABLEQ_DB")
+    def _durableq(self, args: list[str], where: str, assigned: dict[str, str]) -> str:
+        env = {**self.env, **assigned}
+        named = args[args.index("--db") + 1] if "--db" in args else env.get("DURABLEQ_DB")
         if named and not named.startswith("postgresql://") and not (self.folder / named).exists():
             shutil.copyfile(self.sample_db, self.folder / named)
         with contextlib.chdir(self.folder):
-            result = CliRunner().invoke(main, args, env=self.env, catch_exceptions=False)
+            result = CliRunner().invoke(main, args, env=env, catch_exceptions=False)
         assert result.exit_code == 0, f"{where}: exit status {result.exit_code}\n{result.output}"
         return result.stdout
 
-    def _python(self, args: list[str], where: str) -> str:
-        env = {k: v for k, v in {**os.environ, **self.env}.items() if v is not None}
+    def _python(self, args: list[str], where: str, assigned: dict[str, str]) -> str:
+        env = {k: v for k, v in {**os.environ, **self.env, **assigned}.items() if v is not None}
         done = subprocess.run(
             [sys.executable, *args], cwd=self.folder, env=env, capture_output=True, text=True, timeout=600
         )

@@ -1,6 +1,7 @@
-"""The README's table of queue settings is the table the code declares (durableq/queue_settings.py).
+"""The table of queue settings on the Configuration page (docs/configuration.md) is the table the code
+declares (durableq/queue_settings.py).
 
-On a mismatch the assertion shows the table to paste between the README's markers.
+On a mismatch the assertion shows the table to paste between the page's markers.
 """
 
 from __future__ import annotations
@@ -8,6 +9,8 @@ from __future__ import annotations
 from durableq.queue_settings import SETTINGS, Setting
 
 from .shell import ROOT
+
+PAGE = ROOT / "docs" / "configuration.md"
 
 BEGIN = (
     "<!-- queue settings: generated from durableq/queue_settings.py by tests/docs/test_settings_table.py -->"
@@ -57,8 +60,8 @@ def table() -> str:
     return "\n".join(rows)
 
 
-def test_the_readme_has_the_declared_table_of_queue_settings() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert BEGIN in readme and END in readme, f"the README needs the markers {BEGIN} and {END}"
-    shown = readme.split(BEGIN, 1)[1].split(END, 1)[0].strip()
-    assert shown == table(), f"paste this table between the README's markers:\n{table()}"
+def test_the_configuration_page_has_the_declared_table_of_queue_settings() -> None:
+    page = PAGE.read_text(encoding="utf-8")
+    assert BEGIN in page and END in page, f"{PAGE.name} needs the markers {BEGIN} and {END}"
+    shown = page.split(BEGIN, 1)[1].split(END, 1)[0].strip()
+    assert shown == table(), f"paste this table between the markers of {PAGE.name}:\n{table()}"

@@ -72,3 +72,87 @@ def test_nested_own_transaction_is_refused_at_once(broker: durableq.Broker, queu
 
     (result,) = _within(8, nested)
     assert isinstance(result, InvalidParameterValue), result
+
+
+def _run_worker(worker: durableq.Worker, seconds: float) -> bool:
+    """Run ``worker`` on a thread for at most ``seconds``; did it return by itself (idle)?"""
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    returned = not thread.is_alive()
+    worker.stop()
+    thread.join(30)
+    return returned
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="adversary 29: tx.execute('COMMIT') ends durableq's own transaction; what follows in the "
+    "block commits on its own (SQLite: each operation's savepoint is a transaction by itself), so "
+    "an exception after it rolls nothing back",
+)
+@pytest.mark.sqlite_only
+def test_execute_commit_cannot_end_the_own_transaction(
+    broker: durableq.Broker, queue: durableq.Queue
+) -> None:
+    with pytest.raises(RuntimeError):
+        with broker.transaction() as tx:
+            tx.execute("COMMIT")
+            queue.send("after the application's COMMIT", transaction=tx)
+            raise RuntimeError("the application fails: its block must leave no trace")
+    assert queue.receive(max_messages=10) == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="adversary 29: a transactional handler's tx.execute('COMMIT') commits its effects apart from "
+    "the message's delete: a failure after it runs the handler again, and the effect is recorded twice",
+)
+def test_transactional_handler_cannot_commit_its_effects_alone(broker: durableq.Broker, target: str) -> None:
+    from tests.conftest import sql_rows, sql_run
+
+    sql_run(target, "CREATE TABLE effects (body TEXT)")
+    queue = broker.create_queue("orders")
+    queue.send("order 1")
+    calls: list[str] = []
+
+    def handler(message: durableq.Message, tx: durableq.Transaction) -> None:
+        calls.append(message.body)
+        tx.execute("INSERT INTO effects VALUES (?)", (message.body,))
+        try:
+            tx.execute("COMMIT")
+        except durableq.DurableQError:
+            pass  # refused: the right answer
+        if len(calls) == 1:
+            raise RuntimeError("the handler fails after its COMMIT")
+
+    worker = durableq.Worker(
+        queue, handler, transactional=True, idle_timeout=0.5, wait_time=1, backoff=lambda n: 0
+    )
+    _run_worker(worker, 15)
+    assert sql_rows(target, "SELECT body FROM effects") == [("order 1",)]  # exactly once
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="adversary 29: a transactional handler that raises KeyboardInterrupt (a BaseException) kills "
+    "its job thread with the job still registered: the heartbeat keeps the message in flight forever "
+    "and a worker with idle_timeout never returns",
+)
+def test_transactional_handler_raising_keyboard_interrupt_releases_its_message(
+    broker: durableq.Broker, clock: Any
+) -> None:
+    queue = broker.create_queue("orders", visibility_timeout=5)
+    queue.send("order 1")
+    calls: list[str] = []
+
+    def handler(message: durableq.Message, tx: durableq.Transaction) -> None:
+        calls.append(message.body)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+
+    worker = durableq.Worker(
+        queue, handler, transactional=True, idle_timeout=0.5, wait_time=1, backoff=lambda n: 0
+    )
+    returned = _run_worker(worker, 15)
+    assert calls == ["order 1", "order 1"] and returned

@@ -156,3 +156,21 @@ def test_transactional_handler_raising_keyboard_interrupt_releases_its_message(
     )
     returned = _run_worker(worker, 15)
     assert calls == ["order 1", "order 1"] and returned
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="adversary 29: on PostgreSQL tx.execute runs with durableq's schema first in the search_path, "
+    "so a table the application creates through it lands in durableq's schema, unseen by the "
+    "application's own connections (and moved or dropped with durableq's tables by its migrations)",
+)
+def test_a_table_created_through_tx_execute_is_the_applications(broker: durableq.Broker, target: str) -> None:
+    if not target.startswith("postgresql://"):
+        pytest.skip("a SQLite file has one namespace")
+    import psycopg
+
+    with broker.transaction() as tx:
+        tx.execute("CREATE TABLE invoices (id INTEGER)")
+        tx.execute("INSERT INTO invoices VALUES (1)")
+    with psycopg.connect(target) as conn:  # the application's connection: its default search_path
+        assert conn.execute("SELECT id FROM invoices").fetchall() == [(1,)]

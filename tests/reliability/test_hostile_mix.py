@@ -26,6 +26,11 @@ def test_the_hostile_mix_breaks_no_promise(tmp_path: Path, target: str, rng: ran
     figures = library_run(tmp_path, rng, seconds=15, db=target, hang=30, drain_seconds=120)
     assert figures["kills"] >= 3 and figures["messages"] > 100, figures
     assert figures["events_checked"] > 0 and figures["call fork"] > 0, figures
+    print({k: v for k, v in figures.items() if k.startswith("call tx.")})
+    for form in ("own", "joined"):  # transactions drawn to commit and to roll back, in either form
+        assert figures.get(f"call tx.{form}.commit", 0) + figures.get(f"call tx.{form}.rollback", 0) > 0, (
+            figures
+        )
 
 
 def test_the_hostile_mix_through_the_endpoint_breaks_no_promise(tmp_path: Path, rng: random.Random) -> None:

@@ -68,6 +68,7 @@ class Hand(Caller):
             (6, self.read),
             (3, self.scratch),
             (2, self.extra),
+            (4, self.transaction),
         ]
         if proc.buffered is not None:
             self.table.append((4, self.buffered_send))
@@ -342,6 +343,13 @@ class Hand(Caller):
             self.call(
                 "set_attributes", lambda: self.raw().set_attributes(visibility_timeout=layout.VISIBILITY)
             )
+
+    def transaction(self) -> None:
+        """Sends, receives and deletes inside a transaction, beside an application row (see
+        :mod:`.transactions`)."""
+        from . import transactions
+
+        transactions.one(self)
 
     def extra(self) -> None:
         from . import extras

@@ -30,7 +30,7 @@ from typing import Any
 from .engines.base import Connection, Cursor, Params
 from .engines.sqlite.connection import ForeignConnection as ForeignSqlite
 from .errors import InvalidParameterValue
-from .ops import payloads
+from .ops import application_sql, payloads
 from .ops.joined import Joined, JoinedRuntime, runtime_in
 from .ops.runtime import Runtime
 
@@ -66,12 +66,16 @@ class Transaction:
 
     def execute(self, sql: str, parameters: Params = ()) -> Cursor:
         """Run one statement of the application's in the transaction, on the same database, and return
-        its cursor (``fetchone()``, ``fetchall()``, ``rowcount``, iteration).  Parameters are written as
+        its cursor (``fetchone()``, ``fetchall()``, ``rowcount``, iteration).  Not a statement that
+        begins or ends a transaction (``COMMIT``, ``ROLLBACK``, ``SAVEPOINT``...): the block's end is
+        the transaction's.  On PostgreSQL it resolves names as the connection would without
+        durableq (what it creates is the application's, not in durableq's schema).  Parameters are written as
         ``sqlite3`` writes them (``?`` or ``:name``), on PostgreSQL too.  The driver's errors are raised
         as ``durableq.errors.DatabaseError`` (the driver's error as its ``__cause__``)."""
         if not isinstance(sql, str):
             raise InvalidParameterValue(f"sql must be a string; got {type(sql).__name__}")
-        with self._rt.joined.statement() as conn:
+        application_sql.check(sql)
+        with self._rt.joined.statement() as conn, self._broker.db.application_statement(conn):
             return conn.execute(sql, parameters)
 
     def _check_open(self) -> None:

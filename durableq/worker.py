@@ -228,7 +228,7 @@ class Worker:
                 raise TypeError(
                     f"a responder's handler must return the reply, a str; got {type(result).__name__}"
                 )
-        except Exception as exc:  # noqa: BLE001 - the handler's failure is the message's, not the worker's
+        except BaseException as exc:  # noqa: BLE001 - the handler's failure (KeyboardInterrupt too) is the message's
             self._finish(message, started, failure=exc)
         else:
             self._finish(message, started, failure=None, result=result)
@@ -247,7 +247,7 @@ class Worker:
                         raise _NotOurs
                     job.settling = True
                 worker_jobs.acknowledge(self.queue, message, tx)
-        except Exception as exc:  # noqa: BLE001 - the handler's failure is the message's, not the worker's
+        except BaseException as exc:  # noqa: BLE001 - the handler's failure (KeyboardInterrupt too) is the message's
             if handled:  # the handler was done: its acknowledgement failed (another consumer has it)
                 worker_jobs.rolled_back(message, time.monotonic() - started, exc)
                 self._forget(message)
@@ -263,7 +263,7 @@ class Worker:
             self._lock.notify_all()
 
     def _finish(
-        self, message: Message, started: float, failure: Exception | None, result: Any = None
+        self, message: Message, started: float, failure: BaseException | None, result: Any = None
     ) -> None:
         with self._lock:
             job = self._jobs.get(message.receipt_handle)

@@ -36,7 +36,7 @@ def settle(
     job: Job | None,
     message: Message,
     took: float,
-    failure: Exception | None,
+    failure: BaseException | None,
     result: Any,
     *,
     respond: bool,
@@ -106,7 +106,7 @@ def done(message: Message, took: float) -> None:
     log.info("job %s done in %.3f s", message.message_id, took, extra=outcome(message, "done", took))
 
 
-def rolled_back(message: Message, took: float, error: Exception) -> None:
+def rolled_back(message: Message, took: float, error: BaseException) -> None:
     log.warning(
         "job %s finished, but its delete failed (%s): the handler's transaction rolled back",
         message.message_id,
@@ -116,7 +116,7 @@ def rolled_back(message: Message, took: float, error: Exception) -> None:
 
 
 def _dead_letter(
-    queue: Queue | VirtualQueue, message: Message, took: float, failure: Exception, policy: RedrivePolicy
+    queue: Queue | VirtualQueue, message: Message, took: float, failure: BaseException, policy: RedrivePolicy
 ) -> None:
     """A failure on the last receive the redrive policy allows: the next receive moves the
     message to the dead-letter queue, so it is released at once instead of after a back-off."""

@@ -186,8 +186,9 @@ def raw_connection(target: str) -> Iterator[Any]:
         def execute(self, statement: str, params: Any = ()) -> Any:
             return self.raw.execute(placeholders(statement), params or None)  # type: ignore[arg-type]
 
-    # durableq's schema first, as on durableq's own connections (its tables are named unqualified).
-    options = f"-c search_path={DEFAULT_POSTGRES_SCHEMA},public"
+    # The application's schema first (a table a test creates is the application's, as on its own
+    # connections), then durableq's: its tables, named unqualified, are found by their prefix.
+    options = f"-c search_path=public,{DEFAULT_POSTGRES_SCHEMA}"
     with psycopg.connect(target, autocommit=True, cursor_factory=psycopg.ClientCursor, options=options) as pg:
         yield Spelled(pg)
 

@@ -12,12 +12,6 @@ import durableq
 from durableq import InvalidParameterValue
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="adversary 29: on_foreign_connection reads the search_path with the application's row "
-    "factory (dict_row: 'previous' becomes the column name) and sets the path to it: the "
-    "application's own tables vanish for the rest of its transaction",
-)
 def test_psycopg_dict_row_connection_keeps_its_search_path(
     broker: durableq.Broker, queue: durableq.Queue, target: str, engine: str
 ) -> None:
@@ -56,12 +50,6 @@ def _within(seconds: float, work: Any) -> list[Any]:
     return result
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="adversary 29: a broker.transaction() nested in another of the same thread waits for the "
-    "outer one's own gate (SQLite: forever) or lock (PostgreSQL: the busy timeout), instead of "
-    "being refused at once like any other call outside the open transaction",
-)
 def test_nested_own_transaction_is_refused_at_once(broker: durableq.Broker, queue: durableq.Queue) -> None:
     def nested() -> str:
         with broker.transaction() as outer:
@@ -85,17 +73,11 @@ def _run_worker(worker: durableq.Worker, seconds: float) -> bool:
     return returned
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="adversary 29: tx.execute('COMMIT') ends durableq's own transaction; what follows in the "
-    "block commits on its own (SQLite: each operation's savepoint is a transaction by itself), so "
-    "an exception after it rolls nothing back",
-)
 @pytest.mark.sqlite_only
 def test_execute_commit_cannot_end_the_own_transaction(
     broker: durableq.Broker, queue: durableq.Queue
 ) -> None:
-    with pytest.raises(RuntimeError):
+    with pytest.raises((RuntimeError, InvalidParameterValue)):  # the COMMIT refused, or let through
         with broker.transaction() as tx:
             tx.execute("COMMIT")
             queue.send("after the application's COMMIT", transaction=tx)
@@ -103,11 +85,6 @@ def test_execute_commit_cannot_end_the_own_transaction(
     assert queue.receive(max_messages=10) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="adversary 29: a transactional handler's tx.execute('COMMIT') commits its effects apart from "
-    "the message's delete: a failure after it runs the handler again, and the effect is recorded twice",
-)
 def test_transactional_handler_cannot_commit_its_effects_alone(broker: durableq.Broker, target: str) -> None:
     from tests.conftest import sql_rows, sql_run
 
@@ -133,12 +110,6 @@ def test_transactional_handler_cannot_commit_its_effects_alone(broker: durableq.
     assert sql_rows(target, "SELECT body FROM effects") == [("order 1",)]  # exactly once
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="adversary 29: a transactional handler that raises KeyboardInterrupt (a BaseException) kills "
-    "its job thread with the job still registered: the heartbeat keeps the message in flight forever "
-    "and a worker with idle_timeout never returns",
-)
 def test_transactional_handler_raising_keyboard_interrupt_releases_its_message(
     broker: durableq.Broker, clock: Any
 ) -> None:
@@ -158,12 +129,6 @@ def test_transactional_handler_raising_keyboard_interrupt_releases_its_message(
     assert calls == ["order 1", "order 1"] and returned
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="adversary 29: on PostgreSQL tx.execute runs with durableq's schema first in the search_path, "
-    "so a table the application creates through it lands in durableq's schema, unseen by the "
-    "application's own connections (and moved or dropped with durableq's tables by its migrations)",
-)
 def test_a_table_created_through_tx_execute_is_the_applications(broker: durableq.Broker, target: str) -> None:
     if not target.startswith("postgresql://"):
         pytest.skip("a SQLite file has one namespace")
@@ -174,3 +139,41 @@ def test_a_table_created_through_tx_execute_is_the_applications(broker: durableq
         tx.execute("INSERT INTO invoices VALUES (1)")
     with psycopg.connect(target) as conn:  # the application's connection: its default search_path
         assert conn.execute("SELECT id FROM invoices").fetchall() == [(1,)]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "COMMIT",
+        "  /* a comment */ -- another\n rollback",
+        "END TRANSACTION",
+        "SAVEPOINT mine",
+        "RELEASE mine",
+        "BEGIN",
+        "INSERT INTO orders VALUES (1); COMMIT",
+    ],
+)
+def test_execute_refuses_what_would_end_or_split_the_transaction(
+    broker: durableq.Broker, queue: durableq.Queue, target: str, sql: str
+) -> None:
+    from tests.conftest import sql_rows, sql_run
+
+    sql_run(target, "CREATE TABLE orders (id INTEGER)")
+    with broker.transaction() as tx:
+        tx.execute("INSERT INTO orders VALUES (?)", (0,))
+        with pytest.raises(InvalidParameterValue, match=r"tx\.execute"):
+            tx.execute(sql)
+        tx.execute("INSERT INTO orders VALUES (?)", (2,))  # the transaction goes on
+        queue.send("kept", transaction=tx)
+    assert sql_rows(target, "SELECT id FROM orders ORDER BY id") == [(0,), (2,)]
+    assert [m.body for m in queue.receive()] == ["kept"]
+
+
+def test_execute_takes_semicolons_and_words_inside_literals(broker: durableq.Broker, target: str) -> None:
+    from tests.conftest import sql_rows, sql_run
+
+    sql_run(target, "CREATE TABLE notes (body TEXT)")
+    with broker.transaction() as tx:
+        tx.execute("INSERT INTO notes VALUES ('COMMIT; ROLLBACK')")
+        tx.execute("/* commit */ INSERT INTO notes VALUES (?) -- ; COMMIT", ("x",))
+    assert sorted(sql_rows(target, "SELECT body FROM notes")) == [("COMMIT; ROLLBACK",), ("x",)]

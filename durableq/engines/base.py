@@ -267,6 +267,13 @@ class Database(Protocol):
         rather than walk the revisions down (see the SQLite engine); False: walk them."""
         ...
 
+    def application_statement(self, conn: Connection) -> AbstractContextManager[None]:
+        """Around one statement of the application's (``Transaction.execute``) on ``conn``, a connection
+        that names durableq's tables: names resolved as the application's own connections resolve
+        them, so what the statement creates lands where the application's would (PostgreSQL:
+        durableq's schema out of the ``search_path`` for the statement; SQLite: nothing to do)."""
+        ...
+
     def on_foreign_connection(self, conn: Any) -> AbstractContextManager[Any]:
         """For the block, ``conn``, a driver connection of the application's to this database, names
         durableq's tables as durableq's own connections do (on PostgreSQL: durableq's schema first in

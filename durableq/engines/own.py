@@ -22,8 +22,10 @@ class OwnTransactions:
         self._local = threading.local()
 
     @contextmanager
-    def held(self) -> Iterator[None]:
-        """This thread is inside the database's own transaction for the block."""
+    def held(self, name: str) -> Iterator[None]:
+        """This thread is inside the database's own transaction for the block (refused if it is in
+        one already: transactions do not nest)."""
+        self.refuse_outside(name)
         self._local.held = True
         try:
             yield
@@ -32,10 +34,11 @@ class OwnTransactions:
 
     def refuse_outside(self, name: str) -> None:
         """Raise if this thread holds the database's own transaction (a write outside it would wait
-        for it)."""
+        for it, as would a second one: transactions do not nest)."""
         if getattr(self._local, "held", False):
             raise InvalidParameterValue(
                 f"this thread holds a transaction of {name} open (broker.transaction()): give the "
                 "calls inside its block transaction=tx, or make them after the block; a call outside "
-                "the transaction would wait for the transaction's own locks"
+                "the transaction, or a second transaction (they do not nest), would wait for the "
+                "transaction's own locks"
             )

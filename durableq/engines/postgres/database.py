@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg.pq import TransactionStatus
+from psycopg.rows import tuple_row
 
 from ... import limits
 from ...errors import BrokerClosed, DatabaseError, UnsupportedOperation
 from ...limits import DEFAULT_POSTGRES_SCHEMA
 from .. import forks, watch, watchers
+from ..base import Connection as BaseConnection
 from ..base import GroupStats
 from ..dialect import POSTGRES
 from ..fileformat import VERSION_TABLE
@@ -170,7 +172,7 @@ class Database:
         this thread's: the thread's other calls stay outside); the writers' lock is taken by each
         operation inside, as its kind needs, and held to the end.  ``COMMIT`` with ``NOTIFY`` if rows
         changed; a connection that cannot be brought back to idle is closed."""
-        with forks.INSIDE, self.own.held():
+        with forks.INSIDE, self.own.held(self.name):
             with self._spare_lock:
                 conn = self._spares.pop() if self._spares else None
             if conn is None or not conn.idle:
@@ -328,16 +330,31 @@ class Database:
         On an idle connection in autocommit mode, the session's path is set and set back."""
         local = conn.info.transaction_status != TransactionStatus.IDLE or not conn.autocommit
         try:
-            (previous,) = conn.execute("SELECT current_setting('search_path')").fetchone() or ("",)
-            conn.execute(f"SELECT {search_path(self.schema, local=local)}")
+            # A cursor of its own row factory: the application's (dict_row...) must not shape it.
+            with conn.cursor(row_factory=tuple_row) as cursor:
+                (previous,) = cursor.execute("SELECT current_setting('search_path')").fetchone() or ("",)
+                cursor.execute(f"SELECT {search_path(self.schema, local=local)}")
         except psycopg.Error as exc:
             raise self.translated(exc) from exc
         try:
             yield conn
         finally:
             if conn.info.transaction_status in (TransactionStatus.IDLE, TransactionStatus.INTRANS):
-                with contextlib.suppress(psycopg.Error):
-                    conn.execute("SELECT set_config('search_path', %s, %s)", (previous, local))
+                with contextlib.suppress(psycopg.Error), conn.cursor(row_factory=tuple_row) as cursor:
+                    cursor.execute("SELECT set_config('search_path', %s, %s)", (previous, local))
+
+    @contextmanager
+    def application_statement(self, conn: BaseConnection) -> Iterator[None]:
+        """For one statement of the application's on ``conn`` (inside a transaction, with durableq's
+        schema first in its path): the path without durableq's schema, as the application's own
+        connections have it, so what the statement creates is the application's (see
+        :meth:`.base.Database.application_statement`); durableq's path back after it."""
+        (path,) = conn.execute("SELECT current_setting('search_path')").fetchone()
+        own = {self.schema, f'"{self.schema}"'}
+        theirs = ", ".join(p for p in (part.strip() for part in path.split(",")) if p and p not in own)
+        conn.execute("SELECT set_config('search_path', ?, true)", (theirs,))
+        yield
+        conn.execute("SELECT set_config('search_path', ?, true)", (path,))
 
     def export_snapshot(
         self, clock: Callable[[], float], directory: str | os.PathLike[str] | None

@@ -10,7 +10,7 @@ import os
 import sqlite3
 import weakref
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -185,7 +185,7 @@ class Database:
         of group commit ever holds the application's work nor waits inside it, and ``BEGIN
         IMMEDIATE`` on the gate's connection (no thread's own: this thread's other calls stay
         outside).  Inside :data:`.forks.INSIDE` all along: a fork waits for the block's end."""
-        with forks.INSIDE, self.own.held():
+        with forks.INSIDE, self.own.held(self.name):
             self.gate.enter_alone()
             try:
                 conn = self._begin_shared()
@@ -313,6 +313,9 @@ class Database:
             after_downgrade(self.conn, revision)
         except sqlite3.Error as exc:
             raise translate(exc, self.path, self.busy_timeout) from exc
+
+    def application_statement(self, conn: object) -> AbstractContextManager[None]:
+        return nullcontext()  # a file has one namespace: nothing to set
 
     @contextmanager
     def on_foreign_connection(self, conn: Any) -> Iterator[Any]:

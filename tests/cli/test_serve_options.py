@@ -16,7 +16,7 @@ from durableq.cli import main
 from tests.cli.test_executable import _executable
 
 #: What only the module has: the CLI takes them before the command, for every command.
-ROOT_OPTIONS = {"--db", "--keyring", "--payload-dir"}
+ROOT_OPTIONS = {"--db", "--keyring", "--payload-dir", "--schema"}
 
 
 def _options(command: click.Command) -> dict[str, tuple[str | None, object]]:

@@ -406,9 +406,12 @@ def check_locked(folder: Path, exclusive: bool, busy_timeout: float = 0.5) -> di
 
 
 def check_sqlite_file_of_another_application(folder: Path) -> None:
-    """An SQLite file that is not durableq's is refused (NotADurableQDatabase) and left as it was."""
+    """An SQLite file of another application whose names collide with durableq's is refused
+    (NotADurableQDatabase) and left as it was.  (One whose tables do not collide is shared: see
+    tests/test_shared_database.py.)"""
     path = folder / "other.db"
     with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute("CREATE TABLE durableq_queues (name TEXT)")  # a name durableq did not make
         conn.execute("CREATE TABLE people (name TEXT)")
         conn.execute("INSERT INTO people VALUES ('ada')")
         conn.commit()

@@ -136,14 +136,25 @@ class Row:
     dead_letter_source: str | None
 
 
+def _prefix(conn: Reader) -> str:
+    """The names' prefix of the database's revision: ``durableq_`` from 0009, none before (a file a
+    migration run left below it)."""
+    try:
+        conn.execute("SELECT 1 FROM durableq_messages WHERE 0 = 1").fetchall()
+    except Exception:  # noqa: BLE001 - no such table: a file of an older revision (SQLite only)
+        return ""
+    return "durableq_"
+
+
 def rows(location: Location) -> list[Row]:
     """Every message row of the database, with its queue's name."""
     with reading(location) as conn:
+        prefix = _prefix(conn)
         return [
             Row(*row)
             for row in conn.execute(
                 "SELECT q.name, m.message_id, m.body, m.receive_count, m.group_id, m.sequence, "
-                "m.dead_letter_source FROM durableq_messages m JOIN durableq_queues q ON q.id = m.queue_id"
+                f"m.dead_letter_source FROM {prefix}messages m JOIN {prefix}queues q ON q.id = m.queue_id"
             )
         ]
 

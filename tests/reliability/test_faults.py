@@ -49,7 +49,7 @@ def test_a_lock_held_by_another_process_waits_then_raises_database_locked(
     faults.check_locked(tmp_path, exclusive)
 
 
-def test_an_sqlite_file_of_another_application_is_refused_and_left_alone(tmp_path: Path) -> None:
+def test_an_sqlite_file_whose_names_collide_with_durableqs_is_refused_and_left_alone(tmp_path: Path) -> None:
     faults.check_sqlite_file_of_another_application(tmp_path)
 
 

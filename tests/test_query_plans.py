@@ -55,5 +55,5 @@ def conn(tmp_path: Path) -> sqlite3.Connection:
 @pytest.mark.parametrize("name", sorted(STATEMENTS))
 def test_rows_named_by_id_are_found_by_primary_key(conn: sqlite3.Connection, name: str) -> None:
     plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {STATEMENTS[name]}", PARAMS)]
-    messages = [step for step in plan if " messages " in f"{step} "]
+    messages = [step for step in plan if " durableq_messages " in f"{step} "]
     assert messages and all("INTEGER PRIMARY KEY" in step for step in messages), plan

@@ -15,7 +15,8 @@ ROOT = Path(durableq.__file__).parent
 SOURCES = [*ROOT.glob("ops/*.py"), *ROOT.glob("engines/**/*.py"), *ROOT.glob("analytics/*.py")]
 #: Names of the prefix that are no table or index of schema.py: PostgreSQL's catalog counter (made by
 #: the migrations on PostgreSQL only), the version tables (now and before 0009), the trigger, the aliases
-#: of the analytics' JDBC queries, and names of other things (a logger, a config key, a frame).
+#: of the analytics' JDBC queries, and names of other things (a logger, a config key, a frame, a
+#: savepoint).
 OTHERS = {
     "durableq_catalog",
     VERSION_TABLE,
@@ -28,6 +29,7 @@ OTHERS = {
     "durableq_unswept",
     "durableq_management_call",
     "durableq_database",
+    "durableq_operation",  # the savepoint of each operation inside a joined transaction (ops/joined.py)
 }
 _UNPREFIXED = {table.name.removeprefix(PREFIX) for table in metadata.tables.values()}
 _AFTER_KEYWORD = re.compile(r"\b(?:FROM|INTO|UPDATE|JOIN|TABLE|INDEXED BY)\s+([a-z_]+)\b")

@@ -101,7 +101,10 @@ def test_the_backup_holds_what_is_still_in_the_wal(tmp_path: Path) -> None:
 def _has_messages_table(path: Path) -> bool:
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'durableq_messages'").fetchone() is not None
+        return (
+            conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'durableq_messages'").fetchone()
+            is not None
+        )
     finally:
         conn.close()
 

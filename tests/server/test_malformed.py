@@ -136,7 +136,9 @@ def test_error_bodies_keep_internals_to_the_log(tmp_path: Path) -> None:
         sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": "x"} for i in range(5)])
     # Damage the page that holds the messages (the file's header and catalog stay intact).
     with sqlite3.connect(db) as conn:
-        (root,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'durableq_messages'").fetchone()
+        (root,) = conn.execute(
+            "SELECT rootpage FROM sqlite_master WHERE name = 'durableq_messages'"
+        ).fetchone()
         (page_size,) = conn.execute("PRAGMA page_size").fetchone()
     conn.close()
     with open(db, "r+b") as file:

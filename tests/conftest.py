@@ -4,7 +4,7 @@ clock for time rules.
 One contract suite, every engine: a test that uses ``broker`` (or ``queue``, ``fifo``, ``target``)
 runs once on a SQLite file and once on a PostgreSQL database (ids ``[sqlite]`` and
 ``[postgresql]``); ``@pytest.mark.sqlite_only("why")`` keeps a test about the SQLite file itself
-to that engine.  The server is a throw-away cluster started once per run (tests/pgcluster.py);
+to that engine, ``@pytest.mark.postgres_only("why")`` one about PostgreSQL to its own.  The server is a throw-away cluster started once per run (tests/pgcluster.py);
 when it cannot start, every PostgreSQL test fails with the reason, none is skipped.
 """
 
@@ -91,12 +91,18 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "sqlite_only(reason): the test is about the SQLite file itself; not run on PostgreSQL"
     )
+    config.addinivalue_line(
+        "markers", "postgres_only(reason): the test is about PostgreSQL itself (its driver, its schemas)"
+    )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "engine" in metafunc.fixturenames:
-        only = metafunc.definition.get_closest_marker("sqlite_only")
-        metafunc.parametrize("engine", ENGINES[:1] if only else ENGINES)
+        marker = metafunc.definition.get_closest_marker
+        engines = (
+            ENGINES[:1] if marker("sqlite_only") else ENGINES[1:] if marker("postgres_only") else ENGINES
+        )
+        metafunc.parametrize("engine", engines)
 
 
 @pytest.fixture(scope="session")

@@ -12,11 +12,10 @@ import durableq
 from durableq import InvalidParameterValue
 
 
+@pytest.mark.postgres_only("a psycopg connection joins a PostgreSQL broker only")
 def test_psycopg_dict_row_connection_keeps_its_search_path(
-    broker: durableq.Broker, queue: durableq.Queue, target: str, engine: str
+    broker: durableq.Broker, queue: durableq.Queue, target: str
 ) -> None:
-    if engine != "postgresql":
-        pytest.skip("a psycopg connection joins a PostgreSQL broker only")
     import psycopg
     from psycopg.rows import dict_row
 
@@ -130,15 +129,22 @@ def test_transactional_handler_raising_keyboard_interrupt_releases_its_message(
 
 
 def test_a_table_created_through_tx_execute_is_the_applications(broker: durableq.Broker, target: str) -> None:
-    if not target.startswith("postgresql://"):
-        pytest.skip("a SQLite file has one namespace")
-    import psycopg
-
+    # On PostgreSQL it must not land in durableq's schema; on SQLite the file is one namespace.
     with broker.transaction() as tx:
         tx.execute("CREATE TABLE invoices (id INTEGER)")
         tx.execute("INSERT INTO invoices VALUES (1)")
-    with psycopg.connect(target) as conn:  # the application's connection: its default search_path
-        assert conn.execute("SELECT id FROM invoices").fetchall() == [(1,)]
+    if target.startswith("postgresql://"):
+        import psycopg
+
+        app: Any = psycopg.connect(target)  # the application's connection: its default search_path
+    else:
+        import sqlite3
+
+        app = sqlite3.connect(target)
+    try:
+        assert [tuple(row) for row in app.execute("SELECT id FROM invoices").fetchall()] == [(1,)]
+    finally:
+        app.close()
 
 
 @pytest.mark.parametrize(

@@ -258,8 +258,7 @@ def _psycopg_open(raw: Any) -> None:
 def _check_database(rt: Runtime, adapter: Connection) -> None:
     """The application's connection is to the broker's database: its identity (made when durableq
     created it) is the broker's."""
-    with rt.db.statement() as conn:
-        ours = payloads.identity(conn)
+    ours = rt.payloads.database_identity()
     try:
         with _quietly(adapter):
             theirs = payloads.identity(adapter)

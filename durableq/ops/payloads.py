@@ -276,17 +276,22 @@ class Payloads:
 
     def __init__(self, db: Database, root: Path | None) -> None:
         self._db = db
-        self.store = PayloadStore(root, Owner(self._identity))
+        self.store = PayloadStore(root, Owner(self.database_identity))
+        self._database_identity: str | None = None
         self._lock = threading.Lock()  # one reclaim at a time
         forks.renew_in_child(self)
         self._active = self.store.folder is not None and self.store.folder.exists()
         self._looked = time.monotonic()
         self._swept = 0.0  # monotonic time of the last orphan sweep (0: never)
 
-    def _identity(self) -> str:
-        """The database's identity, which its store must name (see ``payload_owner``)."""
-        with self._db.statement() as conn:
-            return identity(conn)
+    def database_identity(self) -> str:
+        """The database's identity, which its store must name (see ``payload_owner``) and a
+        transaction's connection must show (``durableq.transaction``): made once, when the database
+        was created, so read once."""
+        if self._database_identity is None:
+            with self._db.statement() as conn:
+                self._database_identity = identity(conn)
+        return self._database_identity
 
     @property
     def root(self) -> Path | None:

@@ -4,7 +4,8 @@ clock for time rules.
 One contract suite, every engine: a test that uses ``broker`` (or ``queue``, ``fifo``, ``target``)
 runs once on a SQLite file and once on a PostgreSQL database (ids ``[sqlite]`` and
 ``[postgresql]``); ``@pytest.mark.sqlite_only("why")`` keeps a test about the SQLite file itself
-to that engine, ``@pytest.mark.postgres_only("why")`` one about PostgreSQL to its own.  The server is a throw-away cluster started once per run (tests/pgcluster.py);
+to that engine, ``@pytest.mark.postgres_only("why")`` one about PostgreSQL to its own.  The server
+is a throw-away cluster started once per run (tests/pgcluster.py);
 when it cannot start, every PostgreSQL test fails with the reason, none is skipped.
 """
 

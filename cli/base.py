@@ -33,7 +33,7 @@ class CommandFailed(click.ClickException):
     """A refused operation: one ``error: CODE: message`` line on stderr, exit status 1.
 
     ``code`` is the library's error code when the library refused, else one of the
-    few codes the command line adds (README, "Conventions").
+    few codes the command line adds (docs/cli.md, "Conventions").
     """
 
     exit_code = 1
@@ -226,7 +226,7 @@ _ARGS = "durableq.args"
 
 def management(action: str, queue: str | None = None, *, create: bool = False) -> Callable[[F], F]:
     """Declare a command that makes the management call ``action`` on the queue its parameter
-    ``queue`` names (README, "Audit trail").
+    ``queue`` names (docs/concepts.md, "Audit trail").
 
     The command looks the queue up and reads its options before the library's call; a refusal
     there (no such queue) is recorded in the audit trail as the call's, as the library records

@@ -128,14 +128,20 @@ def attribute_text(attributes: Mapping[str, durableq.Attribute]) -> str:
 
 
 def message_json(message: durableq.Message | durableq.PeekedMessage) -> dict[str, Any]:
-    """A received or peeked message as JSON: its fields, plus its times in ISO 8601."""
-    data: dict[str, Any] = jsonable(message)
+    """A received or peeked message as JSON: the same core fields for both, times in ISO 8601 UTC.
+
+    The library's epoch-millisecond fields (SQS's SentTimestamp and friends) are replaced by their
+    ISO 8601 forms (``sent_at``, ``first_received_at``, a peek's ``visible_at``), so every time the
+    CLI prints is in one format."""
+    data: dict[str, Any] = {
+        name: value for name, value in jsonable(message).items() if not name.endswith("_timestamp")
+    }
     data["sent_at"] = message.sent_at.isoformat()
+    first = message.first_received_at
+    data["first_received_at"] = None if first is None else first.isoformat()
     if isinstance(message, durableq.PeekedMessage):
         data["visible_at"] = message.visible_at.isoformat()
     else:
-        first = message.first_received_at
-        data["first_received_at"] = None if first is None else first.isoformat()
         unreadable = message.unreadable
         data["md5_of_body"] = None if unreadable is not None else message.md5_of_body
         data["unreadable"] = (

@@ -1,6 +1,6 @@
 """Every limit and default of durableq, in one place.
 
-Validation, the CLI help and the README read these names; nothing else
+Validation, the CLI help and the docs read these names; nothing else
 hard-codes a number that belongs here.  Times are seconds unless the name
 says otherwise.
 """

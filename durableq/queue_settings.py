@@ -3,7 +3,7 @@
 Every reader of queue settings takes them from :data:`SETTINGS`: the checks of
 ``create_queue`` and ``set_attributes`` (``ops/settings.py``), the endpoint's
 queue attributes (``server/queue_attributes.py``), the options of
-``durableq queue create`` (``cli/queues.py``) and the README's table of settings
+``durableq queue create`` (``cli/queues.py``) and the table of settings in docs/configuration.md
 (checked by ``tests/docs/test_settings_table.py``).  Numbers come from
 :mod:`durableq.limits`.  ``Broker.create_queue`` spells the settings out as typed
 keyword arguments, for readers and type checkers; a test keeps them equal to this
@@ -30,7 +30,7 @@ class Setting:
     name: str
     #: Its Python type (a policy setting also takes None: no policy).
     kind: Kind
-    #: What it means (the README's table and the CLI's help say it so), without a final period.
+    #: What it means (the docs' table and the CLI's help say it so), without a final period.
     description: str
     #: What a queue that was not given it has (None: nothing, e.g. no redrive policy).
     default: object = None

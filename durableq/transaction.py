@@ -225,7 +225,7 @@ def on_postgres(rt: Runtime, raw: Any) -> Connection:
 
 def _sqlite_open(raw: sqlite3.Connection, *, begin: bool) -> None:
     """An application's sqlite3 connection has a transaction to join: one open, or one the driver
-    begins (as ``BEGIN IMMEDIATE``, so the operations' reads and writes are one: see the README)."""
+    begins (as ``BEGIN IMMEDIATE``, so the operations' reads and writes are one: docs/guides/outbox.md)."""
     if raw.in_transaction:
         return
     autocommit = getattr(raw, "autocommit", -1)  # Python 3.12: sqlite3.LEGACY_TRANSACTION_CONTROL

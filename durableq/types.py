@@ -213,6 +213,11 @@ class PeekedMessage:
     def visible_at(self) -> datetime:
         return datetime_from_ms(self.visible_timestamp)
 
+    @property
+    def first_received_at(self) -> datetime | None:
+        ts = self.first_receive_timestamp
+        return None if ts is None else datetime_from_ms(ts)
+
 
 @dataclass(slots=True)
 class BatchSuccess:

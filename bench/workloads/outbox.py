@@ -69,7 +69,7 @@ class _Contenders:
 
     def _begin(self) -> None:
         if not self.postgres:
-            self.app.execute("BEGIN IMMEDIATE")  # (as the README advises: the write lock at once)
+            self.app.execute("BEGIN IMMEDIATE")  # (as docs/guides/outbox.md advises: the write lock at once)
 
     def bare(self) -> None:
         self._begin()

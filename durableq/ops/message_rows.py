@@ -6,7 +6,7 @@ store (``payloads.py``); :class:`MessageReader` turns any of them into the publi
 A sealed row this broker cannot open (its data key out of reach of the keyring, or damaged; its content
 failing its check) is handed out *flagged*: ``message.unreadable`` holds the error, and reading its
 content raises it.  It was received like any other, so its holder may delete it and the redrive policy
-counts it; the other messages of the receive are returned as usual (README, Guarantees: "undecryptable
+counts it; the other messages of the receive are returned as usual (docs/promises.md: "Undecryptable
 messages").
 """
 

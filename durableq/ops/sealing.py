@@ -16,7 +16,7 @@ turns ciphertext into plaintext: a sealed message moved to a queue that does not
 under its data key (so redrive to a plaintext dead-letter queue needs no key either), and that queue
 is marked ``sealed`` from then on.
 
-A message this broker cannot open never blocks the others (README, Guarantees: "undecryptable
+A message this broker cannot open never blocks the others (docs/promises.md: "Undecryptable
 messages").  What would keep it from opening *any* message of a queue is checked before a receive
 claims anything (:meth:`Sealer.require_keys`: no keyring, a keyring file gone or unusable, one without
 the queue's own master key), and fails the receive, which takes nothing.  What is left is one

@@ -1,4 +1,4 @@
-"""Every bound and default of the SQS endpoint, in one place (the README's endpoint section lists them).
+"""Every bound and default of the SQS endpoint, in one place (docs/guides/endpoint.md, "Bounds", lists them).
 
 A client that goes past a bound gets a clear answer at once (``503
 ServiceUnavailable``, ``413``, ``408``, ``431``), never a request left waiting

@@ -21,7 +21,7 @@ from .call import Call
 
 Action = Callable[[Call], dict[str, Any]]
 
-#: The management actions (README, "Audit trail") and the member that names each one's queue.
+#: The management actions (docs/concepts.md, "Audit trail") and the member that names each one's queue.
 MANAGEMENT: dict[str, str | None] = {
     "CreateQueue": "QueueName",
     "DeleteQueue": "QueueUrl",

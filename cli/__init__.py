@@ -15,7 +15,21 @@ import click
 
 import durableq
 
-from . import analytics, db, events, keys, message_commands, queues, redrive, rpc, send, serve, stats, worker
+from . import (
+    analytics,
+    dashboard,
+    db,
+    events,
+    keys,
+    message_commands,
+    queues,
+    redrive,
+    rpc,
+    send,
+    serve,
+    stats,
+    worker,
+)
 from .base import DurableQGroup, Settings
 
 DEFAULT_DB = "durableq.db"
@@ -33,6 +47,7 @@ COMMAND_MODULES = (
     analytics,
     events,
     serve,
+    dashboard,
 )
 
 

@@ -60,9 +60,7 @@ def serve(endpoint: EndpointOptions, as_json: bool) -> None:
     except ImportError as exc:  # the server extra is missing: its message says how to install it
         raise CommandFailed("ServerExtraMissing", str(exc)) from exc
     except OSError as exc:
-        raise CommandFailed(
-            "InvalidParameterValue", _bind_failure(exc, endpoint.host, endpoint.port)
-        ) from exc
+        raise CommandFailed("InvalidParameterValue", bind_failure(exc, endpoint.host, endpoint.port)) from exc
     finally:  # leave logging as it was (this matters when the CLI runs inside another program)
         root.removeHandler(output)
         root.setLevel(levels[0])
@@ -72,7 +70,7 @@ def serve(endpoint: EndpointOptions, as_json: bool) -> None:
 _OTHER_PORT = "pass another --port (0 picks a free one)"
 
 
-def _bind_failure(exc: OSError, host: str, port: int) -> str:
+def bind_failure(exc: OSError, host: str, port: int) -> str:
     """Why the address could not be taken, naming it and the option that changes it."""
     if exc.errno == errno.EADDRINUSE:
         return f"port {port} on {host} is already in use (another program listens there); {_OTHER_PORT}"

@@ -241,3 +241,19 @@ MAX_PLOT_POINTS = 300
 #: Idle connections a PostgreSQL broker keeps for its next transactions (``Broker.transaction()``
 #: runs on a connection of its own, not the thread's).
 TRANSACTION_SPARES = 4
+
+# The dashboard (``durableq dashboard``, durableq.dashboard).
+DASHBOARD_HOST = "127.0.0.1"
+DASHBOARD_PORT = 8899
+#: Random bytes of the access token printed with the address (as Jupyter's, 24 bytes: 32 characters).
+DASHBOARD_TOKEN_BYTES = 24
+#: A token given with ``--token`` is at least this long (a password, not a PIN).
+DASHBOARD_MIN_TOKEN = 16
+#: A queue's charts cover this many hours by default (``?hours=``, 1 up to the maximum).
+DASHBOARD_CHART_HOURS = 3
+DASHBOARD_MAX_CHART_HOURS = 48
+#: Messages a queue's page lists (oldest first), events a message's history page looks through
+#: (the queue's newest), and audit rows one page shows (newest first).
+DASHBOARD_MESSAGES = 50
+DASHBOARD_HISTORY_SCAN = 10_000
+DASHBOARD_AUDIT_ROWS = 500

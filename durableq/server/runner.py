@@ -25,7 +25,7 @@ BACKLOG = 2_048
 START_TIMEOUT = 30.0
 
 
-class _Uvicorn(uvicorn.Server):
+class ListeningUvicorn(uvicorn.Server):
     """uvicorn's server, telling when it listens and which loop it runs on."""
 
     def __init__(self, config: uvicorn.Config) -> None:
@@ -49,7 +49,9 @@ class _Uvicorn(uvicorn.Server):
 class Runner:
     """A started endpoint: stop() ends the thread, the pool and the listening socket."""
 
-    def __init__(self, server: _Uvicorn, thread: threading.Thread, app: SQSApp, pool: BoundedPool) -> None:
+    def __init__(
+        self, server: ListeningUvicorn, thread: threading.Thread, app: SQSApp, pool: BoundedPool
+    ) -> None:
         self._server = server
         self._thread = thread
         self._app = app
@@ -98,7 +100,7 @@ def start(
             scheme=scheme,
             default_host=authority,
         )
-        holder: list[_Uvicorn] = []
+        holder: list[ListeningUvicorn] = []
         app = SQSApp(
             dispatcher,
             pool,
@@ -123,7 +125,7 @@ def start(
             ssl_keyfile=None if tls is None else tls[1],
         )
         config.load()  # here, so that a bad certificate fails serve() rather than the thread
-        server = _Uvicorn(config)
+        server = ListeningUvicorn(config)
         holder.append(server)
         thread = threading.Thread(
             target=server.run_in_thread, args=(sock,), name="durableq-server", daemon=True

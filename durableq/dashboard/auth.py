@@ -19,9 +19,21 @@ from urllib.parse import parse_qsl, urlencode
 
 from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 COOKIE = "durableq_dashboard"
+#: On every answer: no page of another site may frame the dashboard (a framed confirmation page
+#: could be clicked through: clickjacking), and a page runs only the package's own script.
+SECURITY_HEADERS = [
+    (b"x-frame-options", b"DENY"),
+    (
+        b"content-security-policy",
+        b"default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+        b"frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+    ),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+]
 #: Static files need no token: they are the package's own, the same for everyone.
 PUBLIC_PREFIX = "/static/"
 
@@ -46,14 +58,20 @@ class TokenGate:
         self._cookie = hmac.new(token.encode(), b"durableq-dashboard-cookie", hashlib.sha256).hexdigest()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"].startswith(PUBLIC_PREFIX):
+        if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
-        response = self._check(scope)
+
+        async def secured(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+            await send(message)
+
+        response = None if scope["path"].startswith(PUBLIC_PREFIX) else self._check(scope)
         if response is None:
-            await self._app(scope, receive, send)
+            await self._app(scope, receive, secured)
         else:
-            await response(scope, receive, send)
+            await response(scope, receive, secured)
 
     def _check(self, scope: Scope) -> Response | None:
         headers = Headers(scope=scope)

@@ -122,3 +122,21 @@ def test_a_missing_database_is_not_created(tmp_path: object) -> None:
     with pytest.raises(durableq.DurableQError):
         dashboard.start(missing, port=0)
     assert not missing.exists()
+
+
+def test_what_the_database_holds_is_shown_as_text_never_run(served: Served, traffic: str) -> None:
+    """Bodies (and names, settings...) are data: a body holding markup is escaped, and the answer
+    forbids framing (clickjacking a confirmation page) and any script but the package's own."""
+    from durableq import dashboard
+
+    with durableq.open(traffic, create=False) as broker:
+        broker.create_queue("markup").send("<script>alert(1)</script>")
+    with dashboard.start(traffic, port=0, show_bodies=True) as shown:
+        bearer = {"Authorization": f"Bearer {shown.token}"}
+        page = Served(traffic, shown.url, shown.token).request("GET", "/queues/markup", headers=bearer)
+    assert "<script>alert(1)" not in page.body and "&lt;script&gt;alert(1)" in page.body
+    answer = served.request("GET", "/queues/jobs", headers=_cookie(served))
+    assert answer.headers["x-frame-options"] == "DENY"
+    policy = answer.headers["content-security-policy"]
+    assert "frame-ancestors 'none'" in policy and "script-src 'self'" in policy
+    assert served.request("GET", "/").headers["x-frame-options"] == "DENY"  # the 401 too

@@ -10,17 +10,11 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
 
 import pytest
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import SpanKind, StatusCode, format_span_id, format_trace_id
 
 import durableq
@@ -28,90 +22,17 @@ from durableq.handle import QueueHandle
 from durableq.otel import DurableqInstrumentor
 from tests.cli.test_executable import _executable
 from tests.conftest import payload_dir
+from tests.otel_support import Recorded, ids, link_of, recording, run_worker, traceparent
 from tests.otel_worker import SPANS
 
 ROOT = Path(__file__).resolve().parent.parent
 XRAY = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
 
 
-@dataclass
-class Recorded:
-    provider: TracerProvider
-    spans: InMemorySpanExporter
-    metrics: InMemoryMetricReader
-
-    def named(self, name: str) -> list[ReadableSpan]:
-        return [span for span in self.spans.get_finished_spans() if span.name == name]
-
-    def one(self, name: str) -> ReadableSpan:
-        [span] = self.named(name)
-        return span
-
-    def points(self, metric: str) -> list[tuple[dict[str, Any], Any]]:
-        """(attributes, value or count) of each data point of ``metric``, and its unit first."""
-        found = []
-        data = self.metrics.get_metrics_data()
-        for resource in data.resource_metrics if data else []:
-            for scope in resource.scope_metrics:
-                for m in scope.metrics:
-                    if m.name == metric:
-                        found += [
-                            (
-                                m.unit,
-                                dict(p.attributes or {}),
-                                getattr(p, "value", None) or p.count,
-                            )
-                            for p in m.data.data_points
-                        ]
-        return found
-
-
 @pytest.fixture
 def otel() -> Iterator[Recorded]:
-    spans = InMemorySpanExporter()
-    tracing = TracerProvider()
-    tracing.add_span_processor(SimpleSpanProcessor(spans))
-    metrics = InMemoryMetricReader()
-    DurableqInstrumentor().instrument(tracer_provider=tracing, meter_provider=MeterProvider([metrics]))
-    try:
-        yield Recorded(tracing, spans, metrics)
-    finally:
-        DurableqInstrumentor().uninstrument()
-
-
-def run_worker(queue: durableq.Queue, handler: Any, jobs: int) -> None:
-    """A worker over ``queue`` that stops once ``jobs`` handlers were called."""
-    called = []
-
-    def counting(message: durableq.Message) -> None:
-        called.append(message)
-        try:
-            handler(message)
-        finally:
-            if len(called) == jobs:
-                worker.stop()
-
-    worker = durableq.Worker(queue, counting, wait_time=1, grace_period=10)
-    worker.run()
-
-
-def link_of(span: ReadableSpan) -> tuple[int, int]:
-    [link] = span.links
-    return link.context.trace_id, link.context.span_id
-
-
-def traceparent(span: ReadableSpan) -> str:
-    """The W3C ``traceparent`` that names ``span``."""
-    assert span.context is not None
-    context = span.context
-    return (
-        f"00-{format_trace_id(context.trace_id)}-{format_span_id(context.span_id)}-{context.trace_flags:02x}"
-    )
-
-
-def ids(span: ReadableSpan) -> tuple[int, int]:
-    assert span.context is not None
-    return span.context.trace_id, span.context.span_id
+    with recording() as recorded:
+        yield recorded
 
 
 def test_a_job_is_traced_from_its_send_through_its_receive_to_its_processing(

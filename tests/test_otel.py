@@ -249,6 +249,14 @@ def test_durableq_alone_imports_no_opentelemetry() -> None:
     assert out.strip() == "[]"
 
 
+def test_the_bench_of_its_cost_runs() -> None:
+    """``python -m bench.otel``, tiny: the three states and their ratios (never a timing assertion)."""
+    command = [sys.executable, "-m", "bench.otel", "--rounds", "1", "--cycles", "20", "--json"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert set(json.loads(done.stdout)) == {"never", "off", "on", "off/never", "on/never"}
+
+
 def test_opentelemetry_instrument_finds_the_instrumentor() -> None:
     [found] = [e for e in entry_points(group="opentelemetry_instrumentor") if e.name == "durableq"]
     assert found.load() is DurableqInstrumentor

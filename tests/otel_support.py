@@ -17,6 +17,7 @@ from opentelemetry.trace import format_span_id, format_trace_id
 
 import durableq
 from durableq.otel import DurableqInstrumentor
+from tests.conftest import until
 
 
 @dataclass
@@ -31,6 +32,9 @@ class Recorded:
         return [span for span in self.spans.get_finished_spans() if span.name == name]
 
     def one(self, name: str) -> ReadableSpan:
+        """The one span called ``name``, once it ended: a worker's ``run()`` may return before the
+        thread of its last job ended that job's span (the job left the worker's books first)."""
+        until(lambda: self.named(name), f"a span {name!r} ended")
         [span] = self.named(name)
         return span
 

@@ -21,7 +21,7 @@ import durableq
 from durableq.handle import QueueHandle
 from durableq.otel import DurableqInstrumentor
 from tests.cli.test_executable import _executable
-from tests.conftest import payload_dir
+from tests.conftest import payload_dir, until
 from tests.otel_support import Recorded, ids, link_of, recording, run_worker, traceparent
 from tests.otel_worker import SPANS
 
@@ -158,6 +158,7 @@ def test_the_four_metrics_have_the_conventions_names_and_units(otel: Recorded, q
     for i in range(3):
         queue.send(f"job {i}")
     run_worker(queue, lambda message: None, jobs=3)
+    until(lambda: len(otel.named("process jobs")) == 3, "the three jobs' spans ended")
     base = {"messaging.system": "durableq", "messaging.destination.name": "jobs"}
     durations = {
         a["messaging.operation.name"]: (unit, n)
@@ -227,6 +228,60 @@ def test_no_context_is_added_where_the_message_has_no_room_for_it(
     assert len(otel.named("send jobs")) == 2  # both traced, one without a context to carry
 
 
+def test_a_message_the_context_would_take_over_the_size_limit_is_sent_without_it(
+    otel: Recorded, broker: durableq.Broker
+) -> None:
+    small = broker.create_queue("small", maximum_message_size=1024)
+    full = "x" * 1024  # exactly the queue's limit: the context's bytes would take it over
+    small.send(full)
+    result = small.send_batch([durableq.SendEntry("full", full), durableq.SendEntry("short", "hi")])
+    assert result.failed == [] and len(result.successful) == 2
+    by_body = {m.body: m for m in small.receive(10)}
+    assert "traceparent" not in by_body[full].attributes
+    assert "traceparent" in by_body["hi"].attributes
+    assert len(by_body) == 2 and small.stats().approximate_number_of_messages_not_visible == 3
+    assert all(span.status.status_code is StatusCode.UNSET for span in otel.named("send small"))
+    with pytest.raises(durableq.InvalidParameterValue):  # too large without the context: refused as ever
+        small.send(full + "x")
+    assert otel.named("send small")[-1].status.status_code is StatusCode.ERROR
+
+
+def test_a_failed_receive_is_an_error_span(otel: Recorded, broker: durableq.Broker) -> None:
+    gone = broker.create_queue("gone")
+    broker.delete_queue("gone")
+    with pytest.raises(durableq.QueueDoesNotExist):
+        gone.receive()
+    receive = otel.one("receive gone")
+    assert receive.status.status_code is StatusCode.ERROR
+    assert (receive.attributes or {})["error.type"] == "QueueDoesNotExist"
+
+
+def test_a_transactional_jobs_failure_is_recorded(otel: Recorded, queue: durableq.Queue) -> None:
+    def fail(message: durableq.Message, transaction: durableq.Transaction) -> None:
+        raise KeyError("no such order")
+
+    queue.send("order 7")
+    called = []
+
+    def counting(message: durableq.Message, transaction: durableq.Transaction) -> None:
+        called.append(message)
+        worker.stop()
+        fail(message, transaction)
+
+    worker = durableq.Worker(queue, counting, transactional=True, wait_time=1, grace_period=10)
+    worker.run()
+    process = otel.one("process jobs")
+    assert process.status.status_code is StatusCode.ERROR
+    assert (process.attributes or {})["error.type"] == "KeyError"
+
+
+def test_a_virtual_queue_is_named_as_its_handle_is(otel: Recorded, queue: durableq.Queue) -> None:
+    queue.virtual_queue("replies-1").send("hello")
+    assert (otel.one("send jobs#replies-1").attributes or {})[
+        "messaging.destination.name"
+    ] == "jobs#replies-1"
+
+
 def test_uninstrument_puts_the_original_functions_back(queue: durableq.Queue) -> None:
     originals = {
         name: QueueHandle.__dict__[name] for name in ("send", "send_batch", "receive", "receive_async")
@@ -251,7 +306,7 @@ def test_durableq_alone_imports_no_opentelemetry() -> None:
 
 def test_the_bench_of_its_cost_runs() -> None:
     """``python -m bench.otel``, tiny: the three states and their ratios (never a timing assertion)."""
-    command = [sys.executable, "-m", "bench.otel", "--rounds", "1", "--cycles", "20", "--json"]
+    command = [sys.executable, "-m", "bench.otel", "--rounds", "1", "--cycles", "5", "--json"]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert set(json.loads(done.stdout)) == {"never", "off", "on", "off/never", "on/never"}

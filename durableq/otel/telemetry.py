@@ -28,6 +28,7 @@ from typing import Any
 from opentelemetry.metrics import Meter
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode, Tracer
 
+from ..errors import BatchRequestTooLong, InvalidParameterValue, Reason
 from ..handle import QueueHandle
 from ..types import BatchResult, Message, SendEntry, SendResult
 from . import carrier
@@ -94,8 +95,16 @@ class Telemetry:
         attributes = kwargs.get("attributes")
         parent = carrier.creation_context(attributes, kwargs.get("trace_header"))
         with self._operation(instance, "send", SpanKind.PRODUCER, parent) as (span, metric):
-            kwargs = {**kwargs, "attributes": carrier.with_context(attributes, span)}
-            result: SendResult = wrapped(*args, **kwargs)
+            carried = carrier.with_context(attributes, span)
+            try:
+                result: SendResult = wrapped(*args, **{**kwargs, "attributes": carried})
+            except InvalidParameterValue as exc:
+                if carried is attributes or exc.reason is not Reason.TOO_LARGE:
+                    raise
+                # The context's bytes took the message over its queue's size limit: instrumenting
+                # must not refuse a send that would succeed without it.  The refused send stored
+                # nothing; the message goes as the caller gave it, without a context.
+                result = wrapped(*args, **kwargs)
             span.set_attribute(MESSAGE_ID, result.message_id)
         self.sent.add(1, metric)
         return result
@@ -104,12 +113,21 @@ class Telemetry:
         self, wrapped: Wrapped, instance: QueueHandle, args: Sequence[Any], kwargs: dict[str, Any]
     ) -> Any:
         entries = args[0] if args else kwargs.get("entries")
+        rest = {k: v for k, v in kwargs.items() if k != "entries"}
         with self._operation(instance, "send", SpanKind.PRODUCER) as (span, metric):
-            if isinstance(entries, Sequence):  # anything else: the library's own refusal
+            if not isinstance(entries, Sequence):  # the library's own refusal
+                result: BatchResult = wrapped(*args, **kwargs)
+            else:
                 span.set_attribute(BATCH_COUNT, len(entries))
-                entries = [_with_context(entry, span) for entry in entries]
-                args, kwargs = (entries, *args[1:]), {k: v for k, v in kwargs.items() if k != "entries"}
-            result: BatchResult = wrapped(*args, **kwargs)
+                carried = [_with_context(entry, span) for entry in entries]
+                try:
+                    result = wrapped(carried, *args[1:], **rest)
+                except BatchRequestTooLong:
+                    if all(c is e for c, e in zip(carried, entries)):
+                        raise
+                    result = wrapped(entries, *args[1:], **rest)  # see send(): as the caller gave them
+                else:
+                    result = _without_context_if_too_large(wrapped, args, rest, entries, carried, result)
         if result.successful:
             self.sent.add(len(result.successful), metric)
         return result
@@ -262,6 +280,32 @@ class Telemetry:
                 )
                 raise  # the span records the exception and sets its status to error
         self.duration.record(time.perf_counter() - started, metric)
+
+
+def _without_context_if_too_large(
+    wrapped: Wrapped,
+    args: Sequence[Any],
+    rest: dict[str, Any],
+    entries: Sequence[Any],
+    carried: list[Any],
+    result: BatchResult,
+) -> BatchResult:
+    """Entries that failed only because their context took them over the size limit (see ``send``),
+    sent again as the caller gave them, in one more batch."""
+    given = {e.id: e for e, c in zip(entries, carried) if c is not e}
+    again = [
+        given[failure.id]
+        for failure in result.failed
+        if failure.id in given and failure.error is not None and failure.error.reason is Reason.TOO_LARGE
+    ]
+    if not again:
+        return result
+    retried: BatchResult = wrapped(again, *args[1:], **rest)
+    ids = {entry.id for entry in again}
+    return BatchResult(
+        successful=[*result.successful, *retried.successful],
+        failed=[*(f for f in result.failed if f.id not in ids), *retried.failed],
+    )
 
 
 def _with_context(entry: Any, span: Span) -> Any:

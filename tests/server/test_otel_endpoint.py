@@ -12,6 +12,7 @@ import pytest
 from opentelemetry.trace import format_span_id, format_trace_id
 
 import durableq
+from tests.conftest import until
 from tests.otel_support import Recorded, link_of, recording, run_worker
 
 from .conftest import ServerProcess
@@ -41,6 +42,7 @@ def test_a_boto3_send_links_to_its_processing_through_its_trace_header_or_tracep
     )["MessageId"]
     with durableq.open(str(server.db), durability="normal") as broker:
         run_worker(broker.get_queue(name), lambda message: None, jobs=2)
+    until(lambda: len(otel.named(f"process {name}")) == 2, "both jobs' spans ended")
     processed = {(s.attributes or {})["messaging.message.id"]: s for s in otel.named(f"process {name}")}
     linked = {
         message_id: (format_trace_id(trace_id), format_span_id(span_id))

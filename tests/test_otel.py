@@ -246,6 +246,17 @@ def test_a_message_the_context_would_take_over_the_size_limit_is_sent_without_it
     assert otel.named("send small")[-1].status.status_code is StatusCode.ERROR
 
 
+def test_send_file_is_traced(otel: Recorded, queue: durableq.Queue, tmp_path: Path) -> None:
+    path = tmp_path / "order.json"
+    path.write_text('{"order": 7}')
+    sent = queue.send_file(path)
+    [message] = queue.receive()
+    assert message.body == '{"order": 7}'
+    send = otel.one("send jobs")
+    assert (send.attributes or {})["messaging.message.id"] == sent.message_id
+    assert message.attributes["traceparent"].value == traceparent(send)
+
+
 def test_a_failed_receive_is_an_error_span(otel: Recorded, broker: durableq.Broker) -> None:
     gone = broker.create_queue("gone")
     broker.delete_queue("gone")
@@ -312,9 +323,15 @@ def test_the_bench_of_its_cost_runs() -> None:
     assert set(json.loads(done.stdout)) == {"never", "off", "on", "off/never", "on/never"}
 
 
-def test_opentelemetry_instrument_finds_the_instrumentor() -> None:
+def test_opentelemetry_instrument_finds_and_turns_on_the_instrumentor() -> None:
     [found] = [e for e in entry_points(group="opentelemetry_instrumentor") if e.name == "durableq"]
     assert found.load() is DurableqInstrumentor
+    auto = Path(sys.executable).parent / "opentelemetry-instrument"
+    code = "from durableq.otel import DurableqInstrumentor as I; print(I().is_instrumented_by_opentelemetry)"
+    done = subprocess.run(
+        [str(auto), sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "True"), done.stderr
 
 
 def test_a_send_here_links_to_its_processing_by_durableq_worker_in_another_process(

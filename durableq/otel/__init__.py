@@ -8,8 +8,8 @@
 
 The instrumentor follows the conventions of ``opentelemetry-instrumentation`` (it is a
 ``BaseInstrumentor``, also found by ``opentelemetry-instrument`` through its entry point).  It wraps
-the public message calls of every queue handle (``send``, ``send_batch``, ``receive``,
-``receive_async``) and a worker's jobs, and ``uninstrument()`` puts the original functions back:
+the public message calls of every queue handle (``send``, ``send_file``, ``send_batch``,
+``receive``, ``receive_async``) and a worker's jobs, and ``uninstrument()`` puts the original functions back:
 while it is off, durableq runs exactly the code it runs without this package, at no cost.  What it
 records is in ``telemetry.py``; how the trace context travels with a message in ``carrier.py``.
 Instrumenting is per process: a worker with ``processes=True`` started by fork inherits it; one
@@ -43,6 +43,7 @@ SCHEMA_URL = "https://opentelemetry.io/schemas/1.30.0"
 #: (owner, attribute, the Telemetry method that wraps it): everything instrumenting changes.
 _WRAPPED = (
     (QueueHandle, "send", "send"),
+    (QueueHandle, "send_file", "send_file"),
     (QueueHandle, "send_batch", "send_batch"),
     (QueueHandle, "receive", "receive"),
     (QueueHandle, "receive_async", "receive_async"),

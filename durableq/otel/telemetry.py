@@ -1,7 +1,7 @@
 """The spans and metrics of durableq's messaging, per OpenTelemetry's semantic conventions for
 messaging: what the instrumentor wraps around the public calls while it is on.
 
-- ``send {queue}`` (producer) around ``send`` and ``send_batch``: it is the messages' creation
+- ``send {queue}`` (producer) around ``send``, ``send_file`` and ``send_batch``: it is the messages' creation
   context, which travels in their attributes (``carrier.py``);
 - ``receive {queue}`` (client) for ``receive`` and ``receive_async``, linked to the creation
   context of each message it returned (an empty receive: only its duration, unless
@@ -92,6 +92,24 @@ class Telemetry:
     def send(
         self, wrapped: Wrapped, instance: QueueHandle, args: Sequence[Any], kwargs: dict[str, Any]
     ) -> Any:
+        return self._send(wrapped, instance, args, kwargs, again=True)
+
+    def send_file(
+        self, wrapped: Wrapped, instance: QueueHandle, args: Sequence[Any], kwargs: dict[str, Any]
+    ) -> Any:
+        source = args[0] if args else kwargs.get("source")
+        # A file object the refused send read is not read again; a path is opened anew.
+        return self._send(wrapped, instance, args, kwargs, again=not hasattr(source, "read"))
+
+    def _send(
+        self,
+        wrapped: Wrapped,
+        instance: QueueHandle,
+        args: Sequence[Any],
+        kwargs: dict[str, Any],
+        *,
+        again: bool,
+    ) -> Any:
         attributes = kwargs.get("attributes")
         parent = carrier.creation_context(attributes, kwargs.get("trace_header"))
         with self._operation(instance, "send", SpanKind.PRODUCER, parent) as (span, metric):
@@ -99,7 +117,7 @@ class Telemetry:
             try:
                 result: SendResult = wrapped(*args, **{**kwargs, "attributes": carried})
             except InvalidParameterValue as exc:
-                if carried is attributes or exc.reason is not Reason.TOO_LARGE:
+                if not again or carried is attributes or exc.reason is not Reason.TOO_LARGE:
                     raise
                 # The context's bytes took the message over its queue's size limit: instrumenting
                 # must not refuse a send that would succeed without it.  The refused send stored

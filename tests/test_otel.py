@@ -309,10 +309,22 @@ def test_uninstrument_puts_the_original_functions_back(queue: durableq.Queue) ->
     assert "traceparent" not in message.attributes
 
 
-def test_durableq_alone_imports_no_opentelemetry() -> None:
-    code = "import sys, durableq; print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))"
+def test_durableq_alone_imports_no_opentelemetry_and_the_missing_extra_is_named() -> None:
+    code = """
+import sys, durableq
+print(sorted(m for m in sys.modules if m.startswith("opentelemetry")))
+sys.modules["opentelemetry"] = None  # as if the extra were not installed
+try:
+    import durableq.otel
+except ImportError as exc:
+    print(type(exc).__name__, exc)
+"""
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    assert out.splitlines() == [
+        "[]",
+        "OtelExtraMissing durableq.otel needs opentelemetry, which is not installed; "
+        "install the OpenTelemetry extra with: pip install 'durableq[otel]'",
+    ]
 
 
 def test_the_bench_of_its_cost_runs() -> None:

@@ -1,0 +1,49 @@
+"""Adversary 32: what breaks the dashboard's access rules, its errors and where it meets the other
+features.  Each test states what the dashboard should do and fails on the current code (xfail strict:
+a fix turns it into an XPASS that asks for the mark to go)."""
+
+from __future__ import annotations
+
+import http.cookiejar
+import urllib.error
+import urllib.request
+
+import pytest
+
+from durableq import dashboard
+
+from .conftest import Served
+
+
+def _browser() -> urllib.request.OpenerDirector:
+    """A client with a cookie jar that follows redirects, as a browser does (one jar per browser)."""
+    return urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+
+
+def _status(browser: urllib.request.OpenerDirector, url: str) -> int:
+    try:
+        with browser.open(url, timeout=30) as answer:
+            status: int = answer.status
+            return status
+    except urllib.error.HTTPError as refused:
+        return refused.code
+
+
+@pytest.mark.sqlite_only("the token check, before any database read")
+@pytest.mark.xfail(strict=True, reason="adversary 32: a non-ASCII token, cookie or bearer is a 500")
+@pytest.mark.parametrize(
+    "how",
+    [
+        {"path": "/?token=%C3%A9"},
+        {"path": "/", "headers": {"Authorization": "Bearer \xe9"}},
+        {"path": "/", "headers": {"Cookie": "durableq_dashboard=\xe9"}},
+    ],
+    ids=["query", "bearer", "cookie"],
+)
+def test_a_non_ascii_credential_is_a_401_not_a_500(served: Served, how: dict[str, object]) -> None:
+    """``hmac.compare_digest`` raises TypeError on a non-ASCII str: anyone, without the token, gets
+    the server's 500 (a traceback in its log, and an answer without the security headers)."""
+    headers = how.get("headers", {})
+    assert isinstance(headers, dict)
+    answer = served.request("GET", str(how["path"]), headers=headers)
+    assert answer.status == 401, (answer.status, answer.body)

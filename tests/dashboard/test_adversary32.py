@@ -58,3 +58,14 @@ def test_the_printed_address_opens_with_a_token_holding_url_characters(traffic: 
     with dashboard.start(traffic, port=0, token="k3J+9xQ/abcd+efgh=") as running:
         assert _status(_browser(), running.url) == 200
 
+
+@pytest.mark.sqlite_only("the cookie, before any database read")
+@pytest.mark.xfail(strict=True, reason="adversary 32: two dashboards on one host share one cookie name")
+def test_two_dashboards_on_one_host_keep_their_own_sessions(traffic: str) -> None:
+    """Cookies are not kept apart by port: the second dashboard's cookie (same name, host and path)
+    replaces the first's in the browser, and the first one's tab gets 401 at its next refresh."""
+    with dashboard.start(traffic, port=0) as first, dashboard.start(traffic, port=0) as second:
+        browser = _browser()
+        assert _status(browser, first.url) == 200
+        assert _status(browser, second.url) == 200
+        assert _status(browser, first.url.split("?", 1)[0]) == 200

@@ -11,6 +11,7 @@ import urllib.request
 import pytest
 
 from durableq import dashboard
+from tests.conftest import raw_connection
 
 from .conftest import Served
 
@@ -69,3 +70,28 @@ def test_two_dashboards_on_one_host_keep_their_own_sessions(traffic: str) -> Non
         assert _status(browser, first.url) == 200
         assert _status(browser, second.url) == 200
         assert _status(browser, first.url.split("?", 1)[0]) == 200
+
+
+def _bearer(running: dashboard.Dashboard) -> dict[str, str]:
+    return {"Authorization": f"Bearer {running.token}"}
+
+
+@pytest.mark.sqlite_only("SQLite's write lock, that a reader in WAL mode never waits for")
+@pytest.mark.xfail(strict=True, reason="adversary 32: a page waits for the write lock, then answers 400")
+def test_a_long_writer_elsewhere_neither_blocks_the_overview_nor_makes_it_a_client_error(
+    served: Served,
+) -> None:
+    """The overview only reads, yet each queue's ``stats()`` is a write transaction (its expiry
+    sweep): while another connection holds the write lock (a long purge, a migration, an application
+    transaction) every refresh of every tab waits the whole busy timeout, then answers 400 Bad
+    Request, a client's fault, for the server's ``DatabaseLocked``.  A reader should be served (WAL
+    readers never wait for the writer), or at worst be told to retry (503)."""
+    cookie = {"Authorization": f"Bearer {served.token}"}
+    assert served.request("GET", "/", headers=cookie).status == 200
+    with raw_connection(served.location) as writer:
+        writer.execute("BEGIN EXCLUSIVE")
+        try:
+            answer = served.request("GET", "/", headers=cookie)
+        finally:
+            writer.execute("ROLLBACK")
+    assert answer.status in (200, 503), (answer.status, answer.body[-400:])

@@ -5,13 +5,15 @@ a fix turns it into an XPASS that asks for the mark to go)."""
 from __future__ import annotations
 
 import http.cookiejar
+import re
 import urllib.error
 import urllib.request
 
 import pytest
 
+import durableq
 from durableq import dashboard
-from tests.conftest import raw_connection
+from tests.conftest import raw_connection, until
 
 from .conftest import Served
 
@@ -95,3 +97,34 @@ def test_a_long_writer_elsewhere_neither_blocks_the_overview_nor_makes_it_a_clie
         finally:
             writer.execute("ROLLBACK")
     assert answer.status in (200, 503), (answer.status, answer.body[-400:])
+
+
+def _csrf(served: Served, headers: dict[str, str]) -> str:
+    page = served.request("GET", "/queues/jobs/purge", headers=headers)
+    found = re.search(r'name="csrf" value="([0-9a-f]+)"', page.body)
+    assert found is not None, page.body
+    return found.group(1)
+
+
+@pytest.mark.sqlite_only("the dashboard's answer to a redrive, the same on both engines")
+@pytest.mark.xfail(strict=True, reason="adversary 32: a redrive of a queue that is no DLQ 'succeeds' unseen")
+def test_a_redrive_of_a_queue_that_is_no_dead_letter_queue_is_not_reported_done(served: Served) -> None:
+    """``jobs`` is no queue's dead-letter queue (its page offers no redrive), but its redrive URL
+    works: the POST answers 303 to the queue's page as a success, the task fails at once ("a message
+    has no source queue to go back to") and that page never shows it (it lists move tasks of
+    dead-letter queues only).  The user is told nothing; it should be refused, or its failure
+    shown."""
+    headers = {"Authorization": f"Bearer {served.token}"}
+    form = {**headers, "Content-Type": "application/x-www-form-urlencoded"}
+    answer = served.request(
+        "POST", "/queues/jobs/redrive", body=f"csrf={_csrf(served, headers)}", headers=form
+    )
+    if answer.status != 303:
+        assert answer.status in (400, 404, 409), answer.status  # refused: the user is told
+        return
+    with durableq.open(served.location, create=False) as broker:
+        [task] = broker.list_message_moves("jobs")
+        until(lambda: broker.list_message_moves("jobs")[0].status != "RUNNING", "the task ends")
+        failure = broker.list_message_moves("jobs")[0]
+    page = served.request("GET", answer.headers["location"], headers=headers)
+    assert failure.status == "COMPLETED" or "FAILED" in page.body, (task, failure)

@@ -5,9 +5,12 @@ a fix turns it into an XPASS that asks for the mark to go)."""
 from __future__ import annotations
 
 import http.cookiejar
+import http.server
 import re
+import threading
 import urllib.error
 import urllib.request
+from typing import ClassVar
 
 import pytest
 
@@ -128,3 +131,46 @@ def test_a_redrive_of_a_queue_that_is_no_dead_letter_queue_is_not_reported_done(
         failure = broker.list_message_moves("jobs")[0]
     page = served.request("GET", answer.headers["location"], headers=headers)
     assert failure.status == "COMPLETED" or "FAILED" in page.body, (task, failure)
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    """Another web server on the same host (a dev server, a notebook...): notes the cookies it is sent."""
+
+    cookies: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        self.cookies.append(self.headers.get("Cookie", ""))
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.mark.sqlite_only("the cookie, before any database read")
+@pytest.mark.xfail(strict=True, reason="adversary 32: the session cookie goes to every port of the host")
+def test_the_session_cookie_is_no_credential_for_another_server_on_the_host(served: Served) -> None:
+    """Cookies are scoped to a host, not a port: after the dashboard is opened, the browser sends its
+    cookie to any other server the user visits on 127.0.0.1 (SameSite does not help: the user goes
+    there).  That cookie never expires and is all the dashboard asks for: replayed, it reads every
+    page, takes the CSRF value from one and purges a queue."""
+    _Recorder.cookies.clear()
+    other = http.server.HTTPServer(("127.0.0.1", 0), _Recorder)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        browser = _browser()
+        assert _status(browser, served.url) == 200
+        assert _status(browser, f"http://127.0.0.1:{other.server_address[1]}/") == 200
+    finally:
+        other.shutdown()
+        other.server_close()
+    [sent] = _Recorder.cookies
+    replayed = {"Cookie": sent} if sent else {}
+    page = served.request("GET", "/queues/jobs/purge", headers=replayed)
+    if page.status == 200:  # show what it gives: the queue's contents gone
+        form = {**replayed, "Content-Type": "application/x-www-form-urlencoded"}
+        served.request("POST", "/queues/jobs/purge", body=f"csrf={_csrf(served, replayed)}", headers=form)
+    with durableq.open(served.location, create=False) as broker:
+        assert broker.get_queue("jobs").stats().approximate_number_of_messages == 7
+    assert page.status == 401

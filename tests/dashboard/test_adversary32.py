@@ -174,3 +174,16 @@ def test_the_session_cookie_is_no_credential_for_another_server_on_the_host(serv
     with durableq.open(served.location, create=False) as broker:
         assert broker.get_queue("jobs").stats().approximate_number_of_messages == 7
     assert page.status == 401
+
+
+@pytest.mark.sqlite_only("the token rule, before any database read")
+@pytest.mark.xfail(strict=True, reason="adversary 32: dashboard.start takes any token; the rule is the CLI's")
+@pytest.mark.parametrize(
+    "token", ["a", "x" * 15, "\xe9" * 24], ids=["one-character", "15-characters", "non-ascii"]
+)
+def test_start_refuses_a_token_the_command_line_refuses(traffic: str, token: str) -> None:
+    """``durableq dashboard --token`` refuses a token under 16 characters; ``dashboard.start``, the
+    library's door, serves behind a one-character token (guessed at the first try).  A non-ASCII
+    token starts too, then every request made with it is a 500 (``hmac.compare_digest``)."""
+    with pytest.raises(durableq.InvalidParameterValue):
+        dashboard.start(traffic, port=0, token=token).stop()

@@ -19,9 +19,11 @@ import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
+from urllib.parse import quote
 
 import durableq
 from durableq import limits
+from durableq.errors import InvalidParameterValue
 from durableq.signals import on_stop_signals
 
 INSTALL_HINT = "pip install 'durableq[dashboard]'"
@@ -76,7 +78,7 @@ def start(
             f"{INSTALL_HINT}",
             name=exc.name,
         ) from exc
-    token = token or secrets.token_urlsafe(limits.DASHBOARD_TOKEN_BYTES)
+    token = secrets.token_urlsafe(limits.DASHBOARD_TOKEN_BYTES) if token is None else _checked(token)
     broker = durableq.open(db, create=False, keyring=keyring, payload_dir=payload_dir, schema=schema)
     try:
         family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
@@ -107,7 +109,18 @@ def start(
     if not server.ready.wait(START_TIMEOUT) or server.failure is not None:
         stop()
         raise RuntimeError(f"the dashboard did not start: {server.failure!r}") from server.failure
-    return Dashboard(f"http://{authority}/?token={token}", token, broker, stop)
+    return Dashboard(f"http://{authority}/?token={quote(token, safe='')}", token, broker, stop)
+
+
+def _checked(token: str) -> str:
+    """A token given by the user: a password, not a PIN (printable ASCII, no spaces)."""
+    if len(token) < limits.DASHBOARD_MIN_TOKEN or not all("!" <= c <= "~" for c in token):
+        raise InvalidParameterValue(
+            f"the dashboard's token must be at least {limits.DASHBOARD_MIN_TOKEN} printable ASCII "
+            f"characters without spaces; got {len(token)} characters"
+            + ("" if all("!" <= c <= "~" for c in token) else " with others among them")
+        )
+    return token
 
 
 def run(

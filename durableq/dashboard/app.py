@@ -23,6 +23,7 @@ from starlette.templating import Jinja2Templates
 
 import durableq
 from durableq import limits
+from durableq.errors import InvalidParameterValue
 
 from . import data
 from .auth import TokenGate, csrf_value, same_origin
@@ -124,6 +125,12 @@ class Pages:
         if action == "purge":
             self.broker.get_queue(name).purge()
         elif action == "redrive":
+            if destination is None and not self.broker.dead_letter_source_queues(name):
+                # Its messages came from no queue: a move back would fail at once, unseen.
+                raise InvalidParameterValue(
+                    f"{name!r} is no queue's dead-letter queue: its messages have no queue to go "
+                    "back to; name a destination"
+                )
             self.broker.start_message_move(name, destination)
         else:  # "cancel": the route allows nothing else
             self.broker.cancel_message_move(task)
@@ -152,6 +159,10 @@ def create_app(broker: durableq.Broker, token: str, *, show_bodies: bool = False
 
 def _error(pages: Pages, request: Request, exc: Exception) -> Response:
     assert isinstance(exc, durableq.DurableQError)
+    if isinstance(exc, durableq.DatabaseError):  # the database's trouble (locked, full...), not the user's
+        answer = pages.render(request, "error.html", status=503, error=exc)
+        answer.headers["Retry-After"] = "1"
+        return answer
     return pages.render(request, "error.html", status=_STATUS.get(exc.code, 400), error=exc)
 
 

@@ -21,7 +21,9 @@ from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-COOKIE = "durableq_dashboard"
+#: The session cookie's name, ``durableq_dashboard_PORT``: browsers keep cookies by host, not by
+#: port, so two dashboards on one host need names of their own (or each logs the other out).
+COOKIE = "durableq_dashboard_{port}"
 #: On every answer: no page of another site may frame the dashboard (a framed confirmation page
 #: could be clicked through: clickjacking), and a page runs only the package's own script.
 SECURITY_HEADERS = [
@@ -75,23 +77,30 @@ class TokenGate:
 
     def _check(self, scope: Scope) -> Response | None:
         headers = Headers(scope=scope)
+        name = COOKIE.format(port=(scope.get("server") or ("", 0))[1])
         query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
         given = dict(query).get("token")
-        if given is not None and hmac.compare_digest(given, self._token):
+        if given is not None and _same(given, self._token):
             rest = urlencode([(k, v) for k, v in query if k != "token"])
             response = RedirectResponse(scope["path"] + (f"?{rest}" if rest else ""), status_code=303)
-            response.set_cookie(COOKIE, self._cookie, httponly=True, samesite="strict", path="/")
+            response.set_cookie(name, self._cookie, httponly=True, samesite="strict", path="/")
             return response
-        cookie = _cookie(headers, COOKIE)
+        cookie = _cookie(headers, name)
         bearer = headers.get("authorization", "")
-        if (cookie is not None and hmac.compare_digest(cookie, self._cookie)) or (
-            bearer.startswith("Bearer ") and hmac.compare_digest(bearer[7:], self._token)
+        if (cookie is not None and _same(cookie, self._cookie)) or (
+            bearer.startswith("Bearer ") and _same(bearer[7:], self._token)
         ):
             return None
         return PlainTextResponse(
             "401 Unauthorized: open the address `durableq dashboard` printed (it ends in ?token=...)",
             status_code=401,
         )
+
+
+def _same(given: str, expected: str) -> bool:
+    """A constant-time comparison of what a request gave (any text: headers arrive as latin-1, the
+    query as UTF-8) with the token or cookie value."""
+    return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), expected.encode())
 
 
 def _cookie(headers: Headers, name: str) -> str | None:

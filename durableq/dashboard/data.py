@@ -94,7 +94,7 @@ def queue_page(broker: durableq.Broker, name: str, *, hours: int, limit: int, no
         tags=queue.tags(),
         charts=drawn,
         messages=queue.peek(limit=limit),
-        moves=broker.list_message_moves(name) if row.sources else [],
+        moves=broker.list_message_moves(name),
     )
 
 

@@ -57,4 +57,6 @@ def test_a_missing_database_is_one_error_line(run: Run, db: Path) -> None:
 
 def test_a_short_token_is_refused(run: Run, broker: durableq.Broker) -> None:
     result = run("dashboard", "--port", "0", "--token", "1234", code=1)
-    assert result.stderr.startswith("error: InvalidParameterValue: --token must be at least 16")
+    assert result.stderr.startswith(
+        "error: InvalidParameterValue: the dashboard's token must be at least 16 printable ASCII"
+    )

@@ -120,8 +120,14 @@ class Receiver:
     ) -> list[Message]:
         """Receive, blocking this thread (without polling) while it waits.  ``virtual``: from that
         virtual queue of the queue instead of the queue's own messages."""
+        # The first look needs no waiter (an event and its condition): most receives end with it.
+        first = self._attempt(name, max_messages, visibility_timeout, attempt_id, wait_time, virtual)
+        if first[0]:
+            return first[0]
         waiter = ThreadWaiter(max_messages)
-        steps = self._steps(name, max_messages, visibility_timeout, wait_time, attempt_id, waiter, virtual)
+        steps = self._steps(
+            name, max_messages, visibility_timeout, wait_time, attempt_id, waiter, virtual, first
+        )
         try:
             timeout = next(steps)
             while True:
@@ -179,11 +185,13 @@ class Receiver:
         attempt_id: str | None,
         waiter: Waiter,
         virtual: str | None,
+        first: tuple[list[Message], QueueConfig] | None = None,
     ) -> Steps:
         """The long-poll rule, once for every caller: look; if nothing came and the wait allows, wait in
         the queue's room until admitted, look again, and so on until messages come or the deadline passes.
-        Each ``yield`` hands the caller the seconds left; the caller waits for ``waiter`` that long."""
-        messages, queue = self._attempt(
+        Each ``yield`` hands the caller the seconds left; the caller waits for ``waiter`` that long.
+        ``first``: the first look, if the caller made it."""
+        messages, queue = first or self._attempt(
             name, max_messages, visibility_timeout, attempt_id, wait_time, virtual
         )
         if messages:
@@ -359,8 +367,10 @@ def _claim_standard(
                 conn, relocation.Kind.DEAD_LETTER, queue, target, over, now, counters, reader.sealer
             )
     rows = conn.execute(_CLAIM_HEAD[conn.dialect][mine], params).fetchall()
-    rows.sort(key=lambda row: (row[6], row[0]))  # RETURNING order is unspecified: oldest first
-    history.record(conn, queue, now, history.RECEIVED, [(row[1], row[5]) for row in rows])
+    if len(rows) > 1:
+        rows.sort(key=lambda row: (row[6], row[0]))  # RETURNING order is unspecified: oldest first
+    if queue.history:
+        history.record(conn, queue, now, history.RECEIVED, [(row[1], row[5]) for row in rows])
     return reader.messages(conn, rows)
 
 

@@ -56,6 +56,8 @@ class Runtime:
     def now_ms(self) -> int:
         """The broker clock in epoch milliseconds, the database's unit of time."""
         seconds = self.clock()
+        if type(seconds) is float and 0 <= seconds <= limits.MAX_CLOCK:  # time.time(): the common case
+            return int(seconds * 1000)
         # NaN fails both comparisons; a bool or a non-number is not a time.
         if (
             isinstance(seconds, (int, float))

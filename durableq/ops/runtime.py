@@ -48,6 +48,7 @@ class Runtime:
             self.message_reader,
             self.dead_letters,
             real_clock=clock is time.time,
+            remember_in_flight=True,
         )
         self.moves = MoveTasks(db, self.now_ms, self.counters, self.sealer)
         self.deleter = QueueDeleter(db, self.now_ms, self.catalog, self.payloads)

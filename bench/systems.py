@@ -30,7 +30,7 @@ from durableq import limits
 from durableq.engines.dialect import SQLITE
 from durableq.ops.message_rows import COLUMNS
 from durableq.ops.receive import _CLAIM_HEAD
-from durableq.ops.send import _INSERT, new_message_id
+from durableq.ops.send import _INSERT_PLAIN, new_message_id
 from durableq.ops.visibility import _DELETE_ANY_HANDLE
 
 from .adapter import BUSY_TIMEOUT, Adapter, Received, in_transaction
@@ -102,7 +102,7 @@ def create_durableq_file(path: Path, durability: str, queue: str = QUEUE, **sett
 #: Named parameters of the INSERT beyond the ones the floor fills in: optional message fields
 #: (like SQS system attributes) that a plain send leaves NULL.  Read from the statement itself,
 #: so the floor keeps working, and keeps doing the library's work, when a column is added.
-_INSERT_PARAMS = set(re.findall(r"(?<!:):(\w+)", _INSERT))
+_INSERT_PARAMS = set(re.findall(r"(?<!:):(\w+)", _INSERT_PLAIN))
 _FLOOR_FILLS = {"queue_id", "message_id", "body", "now", "size", "kms_key", "sse"}
 _INSERT_NULLS = dict.fromkeys(_INSERT_PARAMS - _FLOOR_FILLS)
 #: Where the claim's RETURNING row holds what the floor reads (durableq.messages.COLUMNS).
@@ -137,7 +137,7 @@ class Floor(Adapter):
 
     def _insert_params(self, body: str) -> dict[str, Any]:
         return {
-            **_INSERT_NULLS,  # attributes, delay (the queue's), group_id, deduplication_id, sequence, ...
+            **_INSERT_NULLS,  # attributes, delay (the queue's): what a plain send leaves NULL
             "queue_id": self._queue_id,
             "message_id": new_message_id(),
             "body": body,
@@ -152,7 +152,7 @@ class Floor(Adapter):
         return {"row": int(row), "secret": secret, "queue_id": int(queue_id)}
 
     def send(self, body: str) -> None:
-        self._conn.execute(_INSERT, self._insert_params(body))
+        self._conn.execute(_INSERT_PLAIN, self._insert_params(body))
 
     def receive(self) -> Received | None:
         claimed = self.receive_batch(1)
@@ -162,7 +162,7 @@ class Floor(Adapter):
         self._conn.execute(_DELETE_ANY_HANDLE, self._delete_params(token))
 
     def send_batch(self, bodies: Sequence[str]) -> None:
-        in_transaction(self._conn, _INSERT, [self._insert_params(body) for body in bodies])
+        in_transaction(self._conn, _INSERT_PLAIN, [self._insert_params(body) for body in bodies])
 
     def receive_batch(self, limit: int) -> list[Received]:
         params = {

@@ -1,4 +1,4 @@
-"""The targets of issues 8 and 15, judged against the measured values."""
+"""The targets of issues 8, 15 and 30, judged against the measured values."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .model import WorkloadResult, ratio
-from .systems import PEERS
+from .systems import PEERS, missing
 
 #: W5: receive p50 at the deepest backlog at most this many times the shallowest's.
 DEEP_BACKLOG = 1.3
@@ -112,6 +112,16 @@ def _ahead_of_peers(results: _Results) -> Target:
     return Target(name, goal, measured, all(r > 1 for r in ran.values()))
 
 
+def _ahead_of(results: _Results, case: str, peer: str) -> Target:
+    """Issue 30: W1's single cycle faster than ``peer`` at the durability that peer really uses."""
+    r = results.ratio("W1", case, "durableq", peer, "throughput")
+    name = f"W1 {case}: durableq ahead of {peer}"
+    measured = "—" if r is None else f"{r:.2f}× {peer}"
+    if r is None and missing(peer):
+        measured = f"— ({peer}: {missing(peer)})"
+    return Target(name, f"faster than {peer}", measured, None if r is None else r > 1)
+
+
 def _growth(results: _Results, key: str, metric: str, unit: str, limit: float, name: str) -> Target:
     """The durableq value at the deepest backlog (last case) over the shallowest (first case),
     for a metric where lower is better (latency, memory)."""
@@ -177,5 +187,12 @@ def evaluate(workload_results: list[WorkloadResult]) -> list[Target]:
         lambda: _below(
             results, "W6", "idle long-poll CPU", 0.5, "% of one core", "W6: idle long-poller < 0.5% of a core"
         ),
+        # Issue 30: speed against the peers.  Each peer at the durability it really uses: litequeue
+        # hard-codes synchronous=NORMAL; persist-queue sets none, so SQLite's FULL applies.
+        lambda: _ahead_of(results, "durability=normal", "litequeue"),
+        lambda: _ahead_of(results, "durability=full", "persistqueue"),
+        lambda: _vs_floor(results, "W2", "durability=normal", 0.5, reference="minimal"),
+        lambda: _fifo_receive(results, 2),
+        # (history on ≥ 0.85× off at `full`: issue 16's W12 targets above.)
     ]
     return [check() for check in checks]

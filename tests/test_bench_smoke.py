@@ -26,7 +26,7 @@ def test_quick_run_writes_tables_and_plots(tmp_path: Path) -> None:
     assert completed.returncode == 0, completed.stderr
     markdown = (out / "results.md").read_text(encoding="utf-8")
 
-    for heading in ("## Targets of issues 8 and 15", "## Systems", "## W1:", "## W4:", "## W6:"):
+    for heading in ("## Targets of issues 8, 15 and 30", "## Systems", "## W1:", "## W4:", "## W6:"):
         assert heading in markdown
     # One row per system and case; peers that are not installed still get their row.
     for case in ("durability=normal", "durability=full"):

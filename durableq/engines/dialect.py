@@ -37,6 +37,10 @@ class Dialect(ABC):
     #: The statement that reads the catalog's counter of changes to queue rows (see
     #: ``ops/queue_rows.Catalog``).
     catalog_version: str
+    #: A statement whose value changes whenever another connection has committed, and never for this
+    #: connection's own commits (what lets a connection remember a fact between its transactions); None
+    #: where the engine has none.
+    commits_elsewhere: str | None = None
 
     @abstractmethod
     def catalog_bump(self, version: int) -> str:
@@ -69,6 +73,7 @@ class _Sqlite(Dialect):
     random_hex = "lower(hex(randomblob(8)))"
     new_handle = f"printf('%d.%d.%s.%s', queue_id, id, secret, {random_hex})"
     catalog_version = "PRAGMA user_version"
+    commits_elsewhere = "PRAGMA data_version"
 
     def catalog_bump(self, version: int) -> str:
         return f"PRAGMA user_version = {int(version)}"

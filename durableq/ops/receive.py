@@ -20,13 +20,13 @@ from ..engines.base import Connection, Database
 from ..engines.dialect import Dialect, for_each_dialect
 from ..errors import OverLimit
 from ..types import Message
-from . import fifo, history, redrive, relocation
+from . import fifo, history, in_flight, redrive, relocation
 from .counters import EMPTY_RECEIVES, RECEIVED, Counters
 from .longpoll import AsyncWaiter, Rooms, ThreadWaiter, Waiter
 from .message_rows import COLUMNS, MessageReader, claim_set
 from .queue_rows import Catalog, QueueConfig
 from .retention import Sweeper, expired_before, unexpired_sql
-from .stats import IN_FLIGHT_ROOM_SQL, in_flight_count, in_flight_room
+from .stats import IN_FLIGHT_ROOM_SQL, in_flight_count
 
 # Settings come from the live queue row inside the statement, so a cached row
 # that went stale cannot make a claim wrong; a deleted queue (ids are never
@@ -99,7 +99,10 @@ class Receiver:
         dead_letters: redrive.DeadLetters,
         *,
         real_clock: bool = True,
+        remember_in_flight: bool = False,
     ) -> None:
+        """``remember_in_flight``: a broker's own receives (see ``in_flight``), not an application's."""
+        self._remember_in_flight = remember_in_flight
         self._reader = reader
         self._dead_letters = dead_letters
         self._db = db
@@ -120,8 +123,14 @@ class Receiver:
     ) -> list[Message]:
         """Receive, blocking this thread (without polling) while it waits.  ``virtual``: from that
         virtual queue of the queue instead of the queue's own messages."""
+        # The first look needs no waiter (an event and its condition): most receives end with it.
+        first = self._attempt(name, max_messages, visibility_timeout, attempt_id, wait_time, virtual)
+        if first[0]:
+            return first[0]
         waiter = ThreadWaiter(max_messages)
-        steps = self._steps(name, max_messages, visibility_timeout, wait_time, attempt_id, waiter, virtual)
+        steps = self._steps(
+            name, max_messages, visibility_timeout, wait_time, attempt_id, waiter, virtual, first
+        )
         try:
             timeout = next(steps)
             while True:
@@ -179,11 +188,13 @@ class Receiver:
         attempt_id: str | None,
         waiter: Waiter,
         virtual: str | None,
+        first: tuple[list[Message], QueueConfig] | None = None,
     ) -> Steps:
         """The long-poll rule, once for every caller: look; if nothing came and the wait allows, wait in
         the queue's room until admitted, look again, and so on until messages come or the deadline passes.
-        Each ``yield`` hands the caller the seconds left; the caller waits for ``waiter`` that long."""
-        messages, queue = self._attempt(
+        Each ``yield`` hands the caller the seconds left; the caller waits for ``waiter`` that long.
+        ``first``: the first look, if the caller made it."""
+        messages, queue = first or self._attempt(
             name, max_messages, visibility_timeout, attempt_id, wait_time, virtual
         )
         if messages:
@@ -253,28 +264,20 @@ class Receiver:
         if queue.sealed:  # the consumer's own trouble first: nothing is claimed if it has no keys
             self._reader.sealer.require_keys(queue)
         now = self._clock_ms()
+        if queue.fifo:  # exact in this write transaction; asked before it writes anything (in_flight)
+            remember = self._remember_in_flight and conn is self._db.conn  # its own, not a group's
+            limit = in_flight.room(conn, queue, now, limit, remember=remember)
         self._sweeper.maybe_sweep(conn, queue, now)
         target = self._dead_letters.target(conn, queue)
         if virtual is not None:
             validation.virtual_host(queue.name, queue.fifo)
         if queue.fifo:
             timeout = queue.visibility_timeout if visibility_timeout is None else visibility_timeout
-            limit = in_flight_room(conn, queue, now, limit)  # exact: this is the write transaction
-            messages = (
-                _claim_fifo(
-                    conn,
-                    queue,
-                    limit,
-                    now + timeout * 1000,
-                    now,
-                    attempt_id,
-                    target,
-                    self._counters,
-                    self._reader,
-                )
-                if limit > 0
-                else []
-            )
+            messages: list[Message] = []
+            if limit > 0:
+                due, counters, reader = now + timeout * 1000, self._counters, self._reader
+                messages = _claim_fifo(conn, queue, limit, due, now, attempt_id, target, counters, reader)
+            in_flight.claimed(conn, queue, len(messages))
         else:
             messages = _claim_standard(
                 conn, queue, limit, visibility_timeout, now, target, self._counters, virtual, self._reader
@@ -359,8 +362,10 @@ def _claim_standard(
                 conn, relocation.Kind.DEAD_LETTER, queue, target, over, now, counters, reader.sealer
             )
     rows = conn.execute(_CLAIM_HEAD[conn.dialect][mine], params).fetchall()
-    rows.sort(key=lambda row: (row[6], row[0]))  # RETURNING order is unspecified: oldest first
-    history.record(conn, queue, now, history.RECEIVED, [(row[1], row[5]) for row in rows])
+    if len(rows) > 1:
+        rows.sort(key=lambda row: (row[6], row[0]))  # RETURNING order is unspecified: oldest first
+    if queue.history:
+        history.record(conn, queue, now, history.RECEIVED, [(row[1], row[5]) for row in rows])
     return reader.messages(conn, rows)
 
 

@@ -48,6 +48,7 @@ class Runtime:
             self.message_reader,
             self.dead_letters,
             real_clock=clock is time.time,
+            remember_in_flight=True,
         )
         self.moves = MoveTasks(db, self.now_ms, self.counters, self.sealer)
         self.deleter = QueueDeleter(db, self.now_ms, self.catalog, self.payloads)
@@ -56,6 +57,8 @@ class Runtime:
     def now_ms(self) -> int:
         """The broker clock in epoch milliseconds, the database's unit of time."""
         seconds = self.clock()
+        if type(seconds) is float and 0 <= seconds <= limits.MAX_CLOCK:  # time.time(): the common case
+            return int(seconds * 1000)
         # NaN fails both comparisons; a bool or a non-number is not a time.
         if (
             isinstance(seconds, (int, float))

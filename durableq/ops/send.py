@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Any
 
 from .. import limits, validation
@@ -36,6 +37,15 @@ INSERT INTO durableq_messages
 SELECT id, :message_id, :body, :attributes, :now, :now + coalesce(:delay, delay_seconds) * 1000,
        :group_id, :deduplication_id, :sequence, :trace_header, :virtual, :data_key_id, :payload_ref,
        :payload_size, :payload_meta
+FROM durableq_queues WHERE id = :queue_id AND maximum_message_size >= :size
+  AND coalesce(kms_master_key_id, '') = :kms_key AND sqs_managed_sse_enabled = :sse
+"""
+# The same for the common message: plaintext, inline, no FIFO ids, trace header or virtual queue.  The
+# driver binds a named parameter by looking it up in the row's dict, one lookup per parameter and row:
+# nine instead of eighteen make a plain send ~5 µs cheaper, a batch of ten ~50 µs (issue 30).
+_INSERT_PLAIN = """
+INSERT INTO durableq_messages (queue_id, message_id, body, attributes, enqueued_at, visible_at)
+SELECT id, :message_id, :body, :attributes, :now, :now + coalesce(:delay, delay_seconds) * 1000
 FROM durableq_queues WHERE id = :queue_id AND maximum_message_size >= :size
   AND coalesce(kms_master_key_id, '') = :kms_key AND sqs_managed_sse_enabled = :sse
 """
@@ -124,12 +134,12 @@ def send_one(
     with history.atomic(conn, queue):
         key = sealer.data_key(conn, queue, now)
         row = _row(queue, message_id, item, item.delay_seconds, now, virtual=virtual, key=key)
-        if conn.execute(_INSERT, row).rowcount != 1:
+        if conn.execute(_statement(row), row).rowcount != 1:
             queue = catalog.get(conn, name, fresh=True)  # QueueDoesNotExist if it is gone
             _check_for_queue(queue, item)
             key = sealer.data_key(conn, queue, now)
             row = _row(queue, message_id, item, item.delay_seconds, now, virtual=virtual, key=key)
-            if conn.execute(_INSERT, row).rowcount != 1:
+            if conn.execute(_statement(row), row).rowcount != 1:
                 raise QueueDoesNotExist(f"queue {name!r} does not exist")
         history.record(conn, queue, now, history.SENT, [(message_id, 0)])
     counters.add(name, now, SENT)
@@ -165,8 +175,11 @@ def insert(
         rows.append(_row(queue, message_id, item, item.delay_seconds, now, virtual=virtual, key=key))
         results.append(SendResult(message_id, None, item.md5()))
     if rows:
-        # The queue row is fresh in this transaction and every size was checked: one executemany.
-        conn.executemany(_INSERT, rows)
+        # The queue row is fresh in this transaction and every size was checked: one executemany per
+        # run of rows of one statement, in order (mostly one run: a batch shares its key and virtual
+        # queue; a body in the payload store or a trace header takes the full statement).
+        for statement, run in groupby(rows, _statement):
+            conn.executemany(statement, run)
         history.record(conn, queue, now, history.SENT, [(str(row["message_id"]), 0) for row in rows])
         counters.add(queue.name, now, SENT, len(rows))
     return results
@@ -197,6 +210,11 @@ def _check_for_queue(queue: QueueConfig, item: Outgoing) -> None:
         )
 
 
+def _statement(row: dict[str, object]) -> str:
+    """The insert of a row of :func:`_row`: :data:`_INSERT_PLAIN` for a plain message."""
+    return _INSERT if "group_id" in row else _INSERT_PLAIN
+
+
 def _row(
     queue: QueueConfig,
     message_id: str,
@@ -209,8 +227,20 @@ def _row(
     virtual: str | None = None,
     key: DataKey | None = None,
 ) -> dict[str, object]:
-    """The parameters of :data:`_INSERT` for one message, sealed with ``key`` if given."""
+    """The parameters of :func:`_statement`'s insert for one message, sealed with ``key`` if given."""
     payload = item.payload
+    if payload is None and key is None and group_id is None and virtual is None and item.trace_header is None:
+        return {  # the parameters of _INSERT_PLAIN (see _statement)
+            "queue_id": queue.id,
+            "kms_key": queue.kms_master_key_id or "",
+            "sse": queue.sqs_managed_sse_enabled,
+            "message_id": message_id,
+            "body": item.body,
+            "attributes": attrs.encode(item.attributes) if item.attributes else None,
+            "now": now,
+            "delay": delay,
+            "size": item.size,
+        }
     fields: Fields = (
         item.body,
         attrs.encode(item.attributes) if item.attributes else None,
@@ -269,7 +299,8 @@ def _insert_fifo(
             continue
         sequence += 1
         message_id = new_message_id()
-        conn.execute(_INSERT, _row(queue, message_id, item, None, now, group_id, dedup_id, sequence, key=key))
+        row = _row(queue, message_id, item, None, now, group_id, dedup_id, sequence, key=key)
+        conn.execute(_statement(row), row)
         fifo.remember(conn, queue.id, scope, dedup_id, message_id, sequence, now)
         fifo.add_to_group(conn, queue.id, group_id, now + queue.delay_seconds * 1000)
         history.record(conn, queue, now, history.SENT, [(message_id, 0)])

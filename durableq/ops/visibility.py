@@ -13,7 +13,7 @@ from .. import limits, validation
 from ..engines.base import Connection
 from ..engines.dialect import Dialect, encode_ids, for_each_dialect
 from ..errors import DurableQError, InvalidParameterValue, MessageNotInflight, Reason, ReceiptHandleIsInvalid
-from . import fifo, history, receipts
+from . import fifo, history, in_flight, receipts
 from .counters import DELETED, Counters
 from .queue_rows import Catalog, QueueConfig
 from .retention import unexpired_sql
@@ -178,6 +178,8 @@ def change(
     seconds = validation.integer(VISIBILITY_TIMEOUT, timeout, 0, limits.MAX_VISIBILITY_TIMEOUT)
     receipt = receipts.parse(handle)
     queue = _queue_of(conn, catalog, name, receipt)
+    if queue.fifo:  # a message whose timeout ended may go back in flight: the bound no longer holds
+        in_flight.forget(conn, queue)
     params = {**_params(receipt), "visible_at": now + seconds * 1000, "now": now}
     with history.atomic(conn, queue):
         row = conn.execute(_EXTEND if up_to_cap else _CHANGE, params).fetchone()

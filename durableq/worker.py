@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from . import limits, validation, worker_jobs, worker_processes
+from . import limits, stop_signals, validation, worker_jobs, worker_processes
 from . import transaction as transactions
 from .errors import BrokerClosed, DurableQError, InvalidParameterValue, QueueDoesNotExist
 from .queue import Queue
@@ -152,7 +152,7 @@ class Worker:
 
     def run(self) -> None:
         """Receive and handle messages until ``stop()``, SIGINT or SIGTERM."""
-        restore = _install_signal_handlers(self._on_signal)
+        restore = stop_signals.install(self._on_signal)
         try:
             if self.processes:
                 self._run_processes()
@@ -365,21 +365,3 @@ class _NotOurs(Exception):
 
     def __str__(self) -> str:
         return "the worker no longer holds the message (released at stop, or its visibility was lost)"
-
-
-def _install_signal_handlers(stop: Callable[[int], None]) -> Callable[[], None]:
-    """SIGINT and SIGTERM call ``stop(signum)``; returns what puts the old handlers back.
-
-    Signal handlers can only be set from the main thread; elsewhere ``stop()`` is the way.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-    previous = {
-        sig: signal.signal(sig, lambda signum, _: stop(signum)) for sig in (signal.SIGINT, signal.SIGTERM)
-    }
-
-    def restore() -> None:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-    return restore

@@ -15,7 +15,21 @@ import click
 
 import durableq
 
-from . import analytics, db, events, keys, message_commands, queues, redrive, rpc, send, serve, stats, worker
+from . import (
+    analytics,
+    db,
+    events,
+    keys,
+    message_commands,
+    queues,
+    redrive,
+    rpc,
+    schedules,
+    send,
+    serve,
+    stats,
+    worker,
+)
 from .base import DurableQGroup, Settings
 
 DEFAULT_DB = "durableq.db"
@@ -29,6 +43,7 @@ COMMAND_MODULES = (
     stats,
     redrive,
     worker,
+    schedules,
     rpc,
     analytics,
     events,

@@ -128,7 +128,7 @@ def _create(rt: Runtime, name: str, given: dict[str, Any]) -> Schedule:
             flexible_window=given["flexible_window"],
             catch_up=given["catch_up"],
             enabled=given["enabled"],
-            anchor_at=now if given["start_at"] is None else given["start_at"],
+            anchor_at=_anchor(given["start_at"], now),
             next_fire_at=None,
             send_at=None,
             last_fire_at=None,
@@ -183,7 +183,7 @@ def _update(rt: Runtime, name: str, given: dict[str, Any]) -> Schedule:
         old = rows.get(conn, name)
         row = replace(old, **given, updated_at=now)
         if "expression" in given or "start_at" in given:
-            row = replace(row, anchor_at=now if row.start_at is None else row.start_at)
+            row = replace(row, anchor_at=_anchor(row.start_at, now))
         if any(key in given for key in _TIMETABLE) or (row.enabled and not old.enabled):
             row = definition.scheduled(row, now)
             _check_ticks(row, now)
@@ -194,9 +194,14 @@ def _update(rt: Runtime, name: str, given: dict[str, Any]) -> Schedule:
     return definition.schedule_of(replace(row, version=row.version + 1))
 
 
+def _anchor(start: int | None, now: int) -> int:
+    """Where a rate counts from: its start, else now, on a whole second (so are its ticks)."""
+    return (now if start is None else start) // 1000 * 1000
+
+
 def _check_ticks(row: rows.ScheduleRow, now: int) -> None:
     definition.check_times(row)
-    if definition.next_tick(row, now - 1) is None:
+    if definition.current_tick(row, now) is None:
         raise InvalidParameterValue(
             template="{parameter} {value!r} has no tick from now on"
             + (" before its end" if row.end_at is not None else "")

@@ -205,8 +205,14 @@ def send_time(tick: int | None, window: int) -> int | None:
     return tick + random.randrange(window * 1000)
 
 
+def current_tick(row: ScheduleRow, now: int) -> int | None:
+    """The tick a schedule made or changed at ``now`` fires first: the first from the current second
+    on (a new rate's anchor is now, on a whole second: its first tick is at once)."""
+    return next_tick(row, max(now - 1000, row.anchor_at - 1))
+
+
 def scheduled(row: ScheduleRow, now: int) -> ScheduleRow:
     """``row`` with its next tick counted afresh from ``now`` (a new or changed schedule, or one
     resumed: the ticks of a pause are not caught up)."""
-    tick = next_tick(row, now - 1) if row.enabled else None
+    tick = current_tick(row, now) if row.enabled else None
     return replace(row, next_fire_at=tick, send_at=send_time(tick, row.flexible_window))

@@ -120,7 +120,8 @@ def reopen(options: OpenOptions, *, create: bool = True) -> Broker:
 
 class Broker(ScheduleCalls):
     """An open durableq database.  Thread-safe; each thread uses its own connection.  Its schedule
-    calls (``create_schedule`` ...) are :class:`~durableq.schedules.calls.ScheduleCalls`'."""
+    calls (``create_schedule`` and the others, ``fire_due_schedules``) live in
+    ``durableq/schedules/calls.py``."""
 
     def __init__(self, runtime: Runtime) -> None:
         self._rt = runtime

@@ -3,7 +3,8 @@ between a tick and its send.
 
 * **idle CPU**: a ``durableq scheduler`` process on a SQLite file holding 100 schedules whose next
   tick is months away; its CPU time (user + system, from psutil) over an idle stretch, in milliseconds
-  of CPU per second (10 ms/s is 1 % of one core).  What an idle scheduler does is one indexed query per poll interval (1 s).
+  of CPU per second (10 ms/s is 1 % of one core).  What an idle scheduler does is one indexed query
+  per poll interval (1 s).
 * **tick to send**: a ``rate(1 second)`` schedule fired by one scheduler process for a while; for each
   message, its ``sent_at`` (the broker's clock at the send) minus its ``DurableQ.ScheduledTime`` (the
   tick, a whole second), pooled over the rounds: p50 and p99.  The scheduler sleeps until the tick it

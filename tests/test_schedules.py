@@ -108,6 +108,17 @@ def test_bad_arguments_say_what_is_wrong(broker: durableq.Broker) -> None:
     assert broker.list_schedules() == []
 
 
+def test_the_queue_must_exist(broker: durableq.Broker) -> None:
+    with pytest.raises(durableq.QueueDoesNotExist):
+        broker.create_schedule("s", "nowhere", "rate(1 minute)", "x")
+    broker.create_queue("jobs")
+    broker.create_schedule("s", "jobs", "rate(1 minute)", "x")
+    with pytest.raises(durableq.QueueDoesNotExist):
+        broker.update_schedule("s", queue="nowhere")
+    assert broker.get_schedule("s").queue == "jobs"
+    assert [e.outcome for e in broker.audit()][-1] == "QueueDoesNotExist"
+
+
 def test_update_needs_a_known_setting(broker: durableq.Broker) -> None:
     broker.create_queue("jobs")
     broker.create_schedule("s", "jobs", "rate(1 minute)", "x")

@@ -15,7 +15,7 @@ from typing import Any
 from .. import limits, validation
 from ..engines.base import Database
 from ..errors import InvalidParameterValue, Reason
-from ..ops import audit
+from ..ops import audit, broker_calls
 from ..ops import schedules as rows
 from ..ops.runtime import Runtime
 from ..types import AttributeInput
@@ -114,6 +114,7 @@ class ScheduleCalls:
 
 
 def _create(rt: Runtime, name: str, given: dict[str, Any]) -> Schedule:
+    broker_calls.is_fifo(rt, given["queue"])  # QueueDoesNotExist now, rather than a skipped tick later
     now = rt.now_ms()
     row = definition.scheduled(
         rows.ScheduleRow(
@@ -178,6 +179,8 @@ _TIMETABLE = ("expression", "timezone", "start_at", "end_at")
 
 
 def _update(rt: Runtime, name: str, given: dict[str, Any]) -> Schedule:
+    if "queue" in given:
+        broker_calls.is_fifo(rt, given["queue"])
     with rt.db.write() as conn:
         now = rt.now_ms()
         old = rows.get(conn, name)

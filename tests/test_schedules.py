@@ -235,6 +235,18 @@ def test_a_flexible_window_sends_each_tick_within_it(broker: durableq.Broker, cl
     assert len(scheduled_times(jobs)) == 3
 
 
+def test_a_window_longer_than_the_interval_skips_no_tick(broker: durableq.Broker, clock: FakeClock) -> None:
+    """A tick whose window has not passed is not missed: catch_up="latest" must not jump over it."""
+    jobs = broker.create_queue("jobs")
+    broker.create_schedule("s", "jobs", "rate(5 minutes)", "x", flexible_window=900)
+    for _ in range(60):  # an hour, a minute at a time, a scheduler running throughout
+        broker.fire_due_schedules()
+        clock.advance(60)
+    sent = scheduled_times(jobs)
+    assert len(sent) == len(set(sent))
+    assert sent[:9] == [at(300 * n).strftime("%Y-%m-%dT%H:%M:%SZ") for n in range(9)]
+
+
 # -- pause and resume ------------------------------------------------------------------------------
 
 

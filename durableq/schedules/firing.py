@@ -78,7 +78,10 @@ def _fire(rt: Runtime, row: rows.ScheduleRow, now: int) -> list[ScheduledSend]:
         if row.catch_up == "all":
             tick, send = row.next_fire_at, True
         else:
-            tick = definition.latest_tick(row, row.next_fire_at, now)
+            # Missed: a later tick whose whole window has passed too (one still within its window is
+            # not missed, and sending the latest then would jump over the tick due now).
+            window = row.flexible_window * 1000
+            tick = definition.latest_tick(row, row.next_fire_at, max(row.next_fire_at, now - window))
             late = now - max(tick, row.send_at if tick == row.next_fire_at else tick)
             send = row.catch_up == "latest" or late <= limits.SCHEDULE_LATE_GRACE * 1000
         following = definition.next_tick(row, tick)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import threading
 import time
 from datetime import datetime
 from pathlib import Path
@@ -33,12 +34,20 @@ _COMMAND = "from durableq.cli import main; main()"
 
 
 def _scheduler(path: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-c", _COMMAND, "--db", str(path), "scheduler", "--log-level", "WARNING"],
+    """A scheduler process, returned once it has started (imported, opened the file): its start is
+    not what is measured."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", _COMMAND, "--db", str(path), "scheduler", "--log-level", "INFO"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
+    assert process.stderr is not None
+    first = process.stderr.readline()  # "... scheduler started on PATH"
+    if b"scheduler started" not in first:
+        raise RuntimeError(f"the scheduler did not start: {first!r}")
+    threading.Thread(target=process.stderr.read, daemon=True).start()  # (a full pipe would block it)
+    return process
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
@@ -57,7 +66,6 @@ def _idle_cpu(path: Path, seconds: float) -> float:
             broker.create_schedule(f"yearly-{n}", "idle", f"cron({n % 60} 2 1 1 ? *)", "x")
     process = _scheduler(path)
     try:
-        time.sleep(2)  # its start (imports, opening the file) is not what is measured
         watched = psutil.Process(process.pid)
         before, start = watched.cpu_times(), time.perf_counter()
         time.sleep(seconds)

@@ -223,6 +223,7 @@ def test_a_time_repeated_in_autumn_fires_once() -> None:
         ("0 12 ? * *", "has no ?"),
         ("at(2027-02-30T10:00:00)", "not a date and time of the calendar"),
         ("at(2027-06-01 10:00)", "at(YYYY-MM-DDTHH:MM:SS)"),
+        ("at(9999-12-31T23:59:59)", "its year is from 1970 to 2199"),
     ],
 )
 def test_a_bad_expression_says_what_is_wrong(expression: str, says: str) -> None:

@@ -47,6 +47,7 @@ def test_create_get_list_update_delete(broker: durableq.Broker) -> None:
     broker.create_schedule("noon", "jobs", "cron(0 12 ? * MON-FRI *)", "lunch", timezone="Europe/Paris")
     assert [s.name for s in broker.list_schedules()] == ["every-minute", "noon"]
     assert [s.name for s in broker.list_schedules("no")] == ["noon"]
+    assert broker.list_schedules("no\x00") == []  # (a NUL, which PostgreSQL's text cannot hold)
     assert broker.get_schedule("noon").next_fire == datetime(2027, 1, 15, 11, 0, tzinfo=UTC)
     changed = broker.update_schedule("noon", expression="cron(0 13 ? * MON-FRI *)", body="late lunch")
     assert (changed.body, changed.next_fire) == ("late lunch", datetime(2027, 1, 15, 12, 0, tzinfo=UTC))
@@ -93,6 +94,8 @@ BAD_ARGUMENTS: list[tuple[dict[str, object], str]] = [
     ({"attributes": {f"a{i}": "v" for i in range(9)}}, "at most 8 attributes"),
     ({"start": at(60), "end": at(30)}, "end must come after start"),
     ({"start": "tomorrow"}, "start must be a datetime"),
+    ({"start": datetime.max}, "start must be from 1970 to the end of 2199"),
+    ({"end": datetime(1969, 12, 31, tzinfo=UTC)}, "end must be from 1970 to the end of 2199"),
 ]
 
 
@@ -124,7 +127,7 @@ def test_update_needs_a_known_setting(broker: durableq.Broker) -> None:
     broker.create_schedule("s", "jobs", "rate(1 minute)", "x")
     with pytest.raises(durableq.InvalidParameterValue, match="name at least one setting"):
         broker.update_schedule("s")
-    with pytest.raises(durableq.InvalidParameterValue, match="colour is not a setting of a schedule"):
+    with pytest.raises(durableq.InvalidParameterValue, match="'colour' is not a setting of a schedule"):
         broker.update_schedule("s", colour="red")
     with pytest.raises(durableq.ResourceNotFoundException):
         broker.update_schedule("t", body="y")

@@ -78,6 +78,8 @@ class ScheduleCalls:
     def list_schedules(self, prefix: str = "") -> list[Schedule]:
         """The schedules whose name starts with ``prefix``, by name."""
         validation.text("prefix", prefix)
+        if prefix and not definition.could_start_a_name(prefix):
+            return []  # (a NUL, say, which no name holds and PostgreSQL's text cannot)
         with self._rt.db.statement() as conn:
             found = rows.names(conn, prefix, limits.MAX_SCHEDULES_LISTED)
         return [definition.schedule_of(row) for row in found]

@@ -12,7 +12,7 @@ import random
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from .. import limits, validation
@@ -92,6 +92,11 @@ def name(value: object) -> str:
     return value
 
 
+def could_start_a_name(prefix: str) -> bool:
+    """Whether a schedule's name may start with ``prefix``."""
+    return bool(_NAME.fullmatch(prefix)) and len(prefix) <= limits.MAX_SCHEDULE_NAME_LENGTH
+
+
 #: The keywords of ``create_schedule`` after its four positional arguments, and what they may change.
 KEYWORDS = (
     "queue",
@@ -123,7 +128,7 @@ def checked(values: Mapping[str, Any]) -> dict[str, Any]:
             expressions.zone(value)
             out["timezone"] = value
         elif key in ("start", "end"):
-            out[f"{key}_at"] = None if value is None else validation.moment(key, value)
+            out[f"{key}_at"] = None if value is None else _moment(key, value)
         elif key == "flexible_window":
             out[key] = validation.integer(key, value, 0, limits.MAX_FLEXIBLE_WINDOW)
         elif key == "catch_up":
@@ -134,12 +139,30 @@ def checked(values: Mapping[str, Any]) -> dict[str, Any]:
             out[key] = value
         else:
             raise InvalidParameterValue(
-                template="{parameter} is not a setting of a schedule; the settings are {choices}",
-                parameter=key,
+                template="{value!r} is not a setting of a schedule; the settings are {choices}",
+                parameter="changes",
+                value=key,
                 choices=KEYWORDS,
                 reason=Reason.UNKNOWN,
             )
     return out
+
+
+#: ``start`` and ``end`` lie within the years an expression can name (epoch ms).
+_LAST_MOMENT = int(datetime(limits.MAX_CRON_YEAR + 1, 1, 1, tzinfo=UTC).timestamp() * 1000) - 1
+
+
+def _moment(name: str, value: object) -> int:
+    moment = validation.moment(name, value)
+    if not 0 <= moment <= _LAST_MOMENT:
+        raise InvalidParameterValue(
+            template="{parameter} must be from 1970 to the end of {high}; got {value!r}",
+            parameter=name,
+            value=value,
+            high=limits.MAX_CRON_YEAR,
+            reason=Reason.RANGE,
+        )
+    return moment
 
 
 def _attributes(value: object) -> dict[str, Attribute]:

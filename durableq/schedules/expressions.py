@@ -257,6 +257,8 @@ def _at(expression: str, text: str) -> At:
         wall = datetime.fromisoformat(match.group(1))
     except ValueError:
         raise _bad(expression, f"{match.group(1)} is not a date and time of the calendar") from None
+    if not limits.MIN_CRON_YEAR <= wall.year <= limits.MAX_CRON_YEAR:
+        raise _bad(expression, f"its year is from {limits.MIN_CRON_YEAR} to {limits.MAX_CRON_YEAR}")
     return At(text, wall)
 
 

@@ -107,6 +107,7 @@ def _claim_and_send(
     """Claim ``tick`` and send it, in one transaction: the send, True (claimed, nothing to send) or
     False (claimed, its send failed and was skipped), or None (another caller claimed it)."""
     try:
+        fifo = broker_calls.is_fifo(rt, row.queue) if send else False  # (read before the transaction)
         with transactions.begin(rt) as tx:
             inside = transactions.runtime_for(rt, tx)
             with inside.db.write() as conn:
@@ -115,7 +116,7 @@ def _claim_and_send(
             if not send:
                 log.info("schedule %s: tick %s missed (catch_up=none): not sent", row.name, iso(tick))
                 return True
-            message_id = _send(rt, row, tick, tx)
+            message_id = _send(rt, row, tick, fifo, tx)
     except DatabaseError:
         raise
     except DurableQError as exc:
@@ -133,8 +134,7 @@ def _claim_and_send(
     return ScheduledSend(row.name, row.queue, datetime_from_ms(tick), message_id)
 
 
-def _send(rt: Runtime, row: rows.ScheduleRow, tick: int, tx: transactions.Transaction) -> str:
-    fifo = broker_calls.is_fifo(rt, row.queue)
+def _send(rt: Runtime, row: rows.ScheduleRow, tick: int, fifo: bool, tx: transactions.Transaction) -> str:
     attributes: dict[str, object] = dict(message_attributes.decode(row.attributes))
     attributes[limits.SCHEDULE_NAME_ATTRIBUTE] = row.name
     attributes[limits.SCHEDULED_TIME_ATTRIBUTE] = iso(tick)

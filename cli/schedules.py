@@ -249,6 +249,7 @@ def delete(name: str, as_json: bool) -> None:
     "--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]), default="INFO", show_default=True
 )
 @json_option
+@speaks(poll_interval="--poll-interval")
 def scheduler(poll_interval: float, log_level: str, as_json: bool) -> None:
     """Send the ticks of every schedule as they come due, until Ctrl-C or SIGTERM. Any number may run
     on one database: each tick is claimed and sent in one transaction, so it is sent exactly once.

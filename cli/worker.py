@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import sys
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -18,7 +19,7 @@ import durableq
 from durableq import limits
 from durableq.text import OneLineFormatter
 
-from .base import CommandFailed, open_queue, speaks
+from .base import CommandFailed, open_broker, open_queue, speaks
 from .output import json_option
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(processName)s %(message)s"
@@ -114,6 +115,12 @@ def load_handler(spec: str) -> Callable[[durableq.Message], Any]:
     "with the message's delete, in one commit (durableq.Worker(transactional=True)).",
 )
 @click.option(
+    "--schedules",
+    is_flag=True,
+    help="Also send the ticks of the database's schedules, as `durableq scheduler` does (each is sent "
+    "once however many workers and schedulers run).",
+)
+@click.option(
     "--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]), default="INFO", show_default=True
 )
 @json_option
@@ -137,6 +144,7 @@ def worker(
     idle_timeout: float | None,
     respond: bool,
     transactional: bool,
+    schedules: bool,
     log_level: str,
     as_json: bool,
 ) -> None:
@@ -154,14 +162,17 @@ def worker(
       durableq worker thumbnails myapp.jobs:make_thumbnail --processes --concurrency 2
       durableq worker resize myapp.jobs:resize --respond
       durableq worker orders myapp.jobs:ship --transactional
+      durableq worker jobs myapp.jobs:run --schedules
     """
     function = load_handler(handler)
     root = logging.getLogger()
     level = root.level
     output = configure_logging(log_level, as_json)
+    target = open_queue(queue)
+    scheduler = _scheduler_thread() if schedules else None
     try:
         durableq.Worker(
-            open_queue(queue),
+            target,
             function,
             concurrency=concurrency,
             processes=processes,
@@ -175,8 +186,19 @@ def worker(
             transactional=transactional,
         ).run()
     finally:  # leave logging as it was (this matters when the CLI runs inside another program)
+        if scheduler is not None:
+            scheduler[0].stop()
+            scheduler[1].join()
         root.removeHandler(output)
         root.setLevel(level)
+
+
+def _scheduler_thread() -> tuple[durableq.Scheduler, threading.Thread]:
+    """A scheduler beside the worker, in a thread of its own (the worker's signals stop both)."""
+    scheduler = durableq.Scheduler(open_broker())
+    thread = threading.Thread(target=scheduler.run, name="durableq-scheduler", daemon=True)
+    thread.start()
+    return scheduler, thread
 
 
 def configure_logging(level: str, as_json: bool) -> logging.Handler:

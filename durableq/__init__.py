@@ -49,6 +49,9 @@ from .errors import (
 from .keyring import KeyInfo, Keyring
 from .options import OpenOptions
 from .queue import Queue
+from .scheduler import Scheduler
+from .schedules.definition import Schedule
+from .schedules.firing import FiringRound, ScheduledSend
 from .temporary import TemporaryQueue
 from .transaction import Transaction
 from .types import (
@@ -91,6 +94,7 @@ __all__ = [
     "DatabaseReadOnly",
     "DurableQError",
     "EmptyBatchRequest",
+    "FiringRound",
     "InvalidAttributeName",
     "InvalidAttributeValue",
     "InvalidBatchEntryId",
@@ -120,6 +124,9 @@ __all__ = [
     "RedrivePolicy",
     "RequestTimeout",
     "ResourceNotFoundException",
+    "Schedule",
+    "ScheduledSend",
+    "Scheduler",
     "SchemaVersionTooNew",
     "SendEntry",
     "SendResult",

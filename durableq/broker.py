@@ -25,6 +25,7 @@ from .ops.deletion import DELETE_QUEUE
 from .ops.runtime import Runtime
 from .options import OpenOptions
 from .queue import Queue
+from .schedules.calls import ScheduleCalls
 from .temporary import TemporaryQueue
 from .transaction import Transaction
 from .types import AuditEvent, MessageEvent, MoveTask, RedriveAllowPolicy, RedrivePolicy
@@ -117,8 +118,10 @@ def reopen(options: OpenOptions, *, create: bool = True) -> Broker:
     return Broker(Runtime(db, options, payloads))
 
 
-class Broker:
-    """An open durableq database.  Thread-safe; each thread uses its own connection."""
+class Broker(ScheduleCalls):
+    """An open durableq database.  Thread-safe; each thread uses its own connection.  Its schedule
+    calls (``create_schedule`` and the others, ``fire_due_schedules``) live in
+    ``durableq/schedules/calls.py``."""
 
     def __init__(self, runtime: Runtime) -> None:
         self._rt = runtime

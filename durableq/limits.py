@@ -257,3 +257,31 @@ DASHBOARD_MAX_CHART_HOURS = 48
 DASHBOARD_MESSAGES = 50
 DASHBOARD_HISTORY_SCAN = 10_000
 DASHBOARD_AUDIT_ROWS = 500
+# Schedules (Broker.create_schedule, `durableq scheduler`; docs/guides/schedules.md).
+#: A schedule's name: EventBridge Scheduler's 1-64 characters of ``[0-9A-Za-z_.-]``.
+MAX_SCHEDULE_NAME_LENGTH = 64
+#: The shortest rate: ``rate(1 second)`` (EventBridge's shortest is one minute).
+MIN_RATE_SECONDS = 1
+#: The longest rate: about 100 years, so that every tick stays a 64-bit millisecond time.
+MAX_RATE_SECONDS = 100 * 366 * 86_400
+#: The years a cron expression may name (EventBridge's year field: 1970-2199); no tick after the last.
+MIN_CRON_YEAR = 1970
+MAX_CRON_YEAR = 2199
+#: ``flexible_window`` (seconds; EventBridge's ``MaximumWindowInMinutes`` is 1-1,440 minutes).
+DEFAULT_FLEXIBLE_WINDOW = 0
+MAX_FLEXIBLE_WINDOW = 86_400
+#: What a scheduler does with the ticks it missed (a downtime): one send, every one, or none.
+CATCH_UP_MODES = ("latest", "all", "none")
+DEFAULT_CATCH_UP = "latest"
+#: ``catch_up="none"``: a tick is missed (not sent) once it is this many seconds past its send time.
+SCHEDULE_LATE_GRACE = 60
+#: The attributes durableq adds to each scheduled message (so a schedule's own attributes are two fewer).
+SCHEDULE_NAME_ATTRIBUTE = "DurableQ.ScheduleName"
+SCHEDULED_TIME_ATTRIBUTE = "DurableQ.ScheduledTime"
+#: A scheduler looks for due ticks at least this often (seconds): a schedule another process created
+#: or changed is seen within it; between, it sleeps until the next due tick it knows of.
+SCHEDULER_POLL_INTERVAL = 1.0
+#: Due ticks one round of a scheduler claims and sends at most (the next round takes the rest).
+SCHEDULER_BATCH = 100
+#: Schedules ``list_schedules`` returns at most.
+MAX_SCHEDULES_LISTED = 10_000

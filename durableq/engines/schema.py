@@ -296,3 +296,31 @@ receive_attempts = Table(
     Index(f"{PREFIX}ix_receive_attempts_expires", "queue_id", "expires_at"),
     sqlite_with_rowid=False,
 )
+
+# Schedules (revision 0010): messages sent on a timetable (durableq/schedules/).  ``next_fire_at`` is
+# the scheduled time of the next tick (NULL: none left), ``send_at`` when it is sent (later within the
+# flexible window); ``version`` grows with every change and every claimed tick, so that a claim (an
+# UPDATE guarded by the version it read) succeeds for one scheduler only.
+schedules = Table(
+    f"{PREFIX}schedules",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("queue", Text, nullable=False),
+    Column("expression", Text, nullable=False),
+    Column("body", Text, nullable=False),
+    Column("attributes", Text),  # JSON, as a message's (ops/attributes.py)
+    Column("timezone", Text, nullable=False),
+    Column("start_at", BigInteger),
+    Column("end_at", BigInteger),
+    Column("flexible_window", Integer, nullable=False),
+    Column("catch_up", Text, nullable=False),
+    Column("enabled", Boolean, nullable=False),
+    Column("anchor_at", BigInteger, nullable=False),  # where a rate counts from
+    Column("next_fire_at", BigInteger),
+    Column("send_at", BigInteger),
+    Column("last_fire_at", BigInteger),  # the scheduled time of the last tick sent
+    Column("version", BigInteger, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    Index(f"{PREFIX}ix_schedules_due", "enabled", "send_at"),
+)

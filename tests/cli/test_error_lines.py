@@ -193,6 +193,8 @@ def test_every_bad_number_is_one_line_with_a_code(
     )
     if path[-1] == "create":
         arguments = ["other"] + (["--dlq", "jobs-dlq"] if option == "--max-receives" else [])
+    if path[0] == "schedule":  # NAME (and for create: QUEUE EXPRESSION BODY)
+        arguments = ["other", "jobs", "rate(1 minute)", "x"] if path[-1] == "create" else ["other"]
     result = run(*path, *arguments, f"{option}={value}", code=1)
     assert ERROR_LINE.fullmatch(result.stderr), result.stderr
     assert "a bug in durableq" not in result.stderr

@@ -185,6 +185,22 @@ class Target:
             return self.broker.create_queue(name, fifo=fifo)
 
 
+#: Schedule expressions, valid and not (broker.create_schedule).
+EXPRESSIONS = [
+    "rate(1 second)",
+    "rate(5 minutes)",
+    "cron(0 12 ? * MON-FRI *)",
+    "cron(0 0 L 2 ? 2199)",
+    "cron(0 0 31W * ? *)",
+    "*/5 * * * *",
+    "at(2199-12-31T23:59:59)",
+    "at(1970-01-01T00:00:00)",
+    "cron(0 12 * * * *)",
+    "rate(0 minutes)",
+]
+schedule_names = maybe(st.one_of(st.sampled_from(["s", "t.u-v_w"]), text))
+moments = st.one_of(st.none(), st.datetimes(), st.datetimes(timezones=st.timezones()), anything)
+
 Call = tuple[str, Callable[[], Any]]
 Arguments = tuple[tuple[Any, ...], dict[str, Any]]
 
@@ -212,6 +228,29 @@ BROKER_CALLS: dict[str, st.SearchStrategy[Arguments]] = {
     "start_message_move": arguments(names, st.one_of(st.none(), names), st.one_of(st.none(), ints, anything)),
     "list_message_moves": arguments(names),
     "cancel_message_move": arguments(maybe(st.uuids().map(str))),
+    "create_schedule": arguments(
+        schedule_names,
+        names,
+        maybe(st.sampled_from(EXPRESSIONS)),
+        text,
+        attributes=st.one_of(st.none(), attributes),
+        timezone=maybe(st.sampled_from(["UTC", "Europe/Paris", "Mars/Olympus"])),
+        start=moments,
+        end=moments,
+        flexible_window=maybe(ints),
+        catch_up=maybe(st.sampled_from(["latest", "all", "none"])),
+        enabled=maybe(st.booleans()),
+    ),
+    "get_schedule": arguments(schedule_names),
+    "list_schedules": arguments(schedule_names),
+    "update_schedule": st.tuples(
+        st.tuples(schedule_names),
+        st.dictionaries(
+            st.one_of(st.sampled_from(["body", "expression", "enabled", "queue", "end"]), text), anything
+        ),
+    ),
+    "delete_schedule": arguments(schedule_names),
+    "fire_due_schedules": arguments(),
 }
 OPEN = arguments(
     clock=st.one_of(st.none(), st.just(time.time), anything),

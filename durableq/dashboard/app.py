@@ -53,7 +53,9 @@ class Pages:
         return self.templates.TemplateResponse(request, name, context, status_code=status)
 
     def overview(self, request: Request) -> Response:
-        return self.render(request, "overview.html", queues=data.overview(self.broker))
+        return self.render(
+            request, "overview.html", queues=data.overview(self.broker), schedules=data.schedules(self.broker)
+        )
 
     def queues_fragment(self, request: Request) -> Response:
         return self.render(request, "queues_table.html", queues=data.overview(self.broker))

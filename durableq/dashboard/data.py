@@ -43,6 +43,11 @@ def overview(broker: durableq.Broker) -> list[QueueRow]:
     return rows
 
 
+def schedules(broker: durableq.Broker) -> list[durableq.Schedule]:
+    """Every schedule, by name (their next tick, their queue, paused or not)."""
+    return broker.list_schedules()
+
+
 def overview_row(broker: durableq.Broker, name: str) -> QueueRow:
     """One queue's line of the overview (QueueDoesNotExist if there is none)."""
     return _row(broker, broker.get_queue(name))

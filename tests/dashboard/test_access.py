@@ -140,3 +140,17 @@ def test_what_the_database_holds_is_shown_as_text_never_run(served: Served, traf
     policy = answer.headers["content-security-policy"]
     assert "frame-ancestors 'none'" in policy and "script-src 'self'" in policy
     assert served.request("GET", "/").headers["x-frame-options"] == "DENY"  # the 401 too
+
+
+def test_the_overview_lists_the_schedules(served: Served, traffic: str) -> None:
+    with durableq.open(traffic, create=False) as broker:
+        broker.create_schedule("nightly", "jobs", "cron(0 3 * * ? *)", "clean up", timezone="Europe/Paris")
+        broker.create_schedule("paused", "jobs", "rate(5 minutes)", "x", enabled=False)
+        nightly = broker.get_schedule("nightly")
+    page = served.request("GET", "/", headers=_cookie(served)).body
+    row = re.search(r'<tr data-schedule="nightly">(.*?)</tr>', page, re.S)
+    assert row is not None and "cron(0 3 * * ? *)" in row.group(1) and "Europe/Paris" in row.group(1)
+    assert nightly.next_fire is not None
+    assert nightly.next_fire.strftime("%Y-%m-%d %H:%M:%S UTC") in row.group(1)
+    paused = re.search(r'<tr data-schedule="paused">(.*?)</tr>', page, re.S)
+    assert paused is not None and "paused" in paused.group(1)

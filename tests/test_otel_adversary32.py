@@ -1,0 +1,51 @@
+"""Adversary 32: what instrumenting with ``durableq.otel`` changes in what an acknowledged send means.
+Each test fails on the current code (xfail strict: a fix turns it into an XPASS that asks for the
+mark to go)."""
+
+from __future__ import annotations
+
+import pytest
+
+import durableq
+from durableq.otel import DurableqInstrumentor
+from tests.otel_support import recording
+
+SIZE = 1024  # the smallest maximum_message_size SQS allows
+
+
+def _batch() -> list[durableq.SendEntry]:
+    """Three messages of one group; the middle one fits the queue's size limit, with about 20 bytes
+    to spare: not enough for the ``traceparent`` attribute (about 70)."""
+    return [
+        durableq.SendEntry(
+            id=str(i), body=("x" * 1000 if i == 1 else f"m{i}"), group_id="g", deduplication_id=str(i)
+        )
+        for i in range(3)
+    ]
+
+
+def _drain(queue: durableq.Queue) -> list[str]:
+    order = []
+    while messages := queue.receive(max_messages=10):
+        for message in messages:
+            order.append(message.body[:2])
+            queue.delete(message.receipt_handle)
+    return order
+
+
+@pytest.mark.xfail(strict=True, reason="adversary 32: instrumenting reorders a FIFO group sent in a batch")
+def test_instrumenting_keeps_the_order_of_a_fifo_group_sent_in_one_batch(broker: durableq.Broker) -> None:
+    """Uninstrumented, the batch is stored in its order.  Instrumented, the middle entry is first
+    refused (its context takes it over the size limit), the entries after it in the same group are
+    stored, and then it is sent again without the context: the group's order becomes 0, 2, 1, the
+    one thing a FIFO queue promises."""
+    plain = broker.create_queue("plain.fifo", fifo=True, maximum_message_size=SIZE)
+    assert plain.send_batch(_batch()).failed == []
+    assert _drain(plain) == ["m0", "xx", "m2"]  # the order it was sent in
+
+    traced = broker.create_queue("traced.fifo", fifo=True, maximum_message_size=SIZE)
+    with recording():
+        result = traced.send_batch(_batch())
+    assert result.failed == []  # every entry acknowledged, as without instrumenting
+    assert DurableqInstrumentor().is_instrumented_by_opentelemetry is False
+    assert _drain(traced) == ["m0", "xx", "m2"]

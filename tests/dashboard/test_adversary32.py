@@ -185,3 +185,25 @@ def test_start_refuses_a_token_the_command_line_refuses(traffic: str, token: str
     token starts too, then every request made with it is a 500 (``hmac.compare_digest``)."""
     with pytest.raises(durableq.InvalidParameterValue):
         dashboard.start(traffic, port=0, token=token).stop()
+
+
+@pytest.mark.sqlite_only("the audit page's reading, the same on both engines")
+@pytest.mark.xfail(
+    strict=True, reason="adversary 32: past 100,000 audit events the audit page stops at the oldest"
+)
+def test_the_audit_page_shows_the_newest_calls_of_a_long_trail(served: Served) -> None:
+    """The page asks ``broker.audit(limit=100_000)``, which returns the *oldest* events first, and
+    shows the last 500 of those: once the trail is longer, a purge made now never appears (nor
+    any later call), however the page is filtered."""
+    with raw_connection(served.location) as conn:
+        conn.execute(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000) "
+            'INSERT INTO durableq_audit_events (at, pid, "user", action, queue, outcome, detail) '
+            "SELECT 0, 1, 'ops', 'SetQueueAttributes', 'jobs', 'OK', '{}' FROM n"
+        )
+    headers = {"Authorization": f"Bearer {served.token}"}
+    form = {**headers, "Content-Type": "application/x-www-form-urlencoded"}
+    done = served.request("POST", "/queues/jobs/purge", body=f"csrf={_csrf(served, headers)}", headers=form)
+    assert done.status == 303
+    page = served.request("GET", "/audit?action=PurgeQueue", headers=headers)
+    assert page.status == 200 and 'data-action="PurgeQueue"' in page.body

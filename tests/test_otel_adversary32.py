@@ -4,8 +4,6 @@ mark to go)."""
 
 from __future__ import annotations
 
-import pytest
-
 import durableq
 from durableq.otel import DurableqInstrumentor
 from tests.otel_support import recording
@@ -33,7 +31,6 @@ def _drain(queue: durableq.Queue) -> list[str]:
     return order
 
 
-@pytest.mark.xfail(strict=True, reason="adversary 32: instrumenting reorders a FIFO group sent in a batch")
 def test_instrumenting_keeps_the_order_of_a_fifo_group_sent_in_one_batch(broker: durableq.Broker) -> None:
     """Uninstrumented, the batch is stored in its order.  Instrumented, the middle entry is first
     refused (its context takes it over the size limit), the entries after it in the same group are

@@ -11,6 +11,8 @@ from durableq.types import COUNTERS, MESSAGE_STATES, AuditEvent, MessageEvent, P
 
 from . import charts
 
+#: Audit events read per query while looking for the newest ones.
+AUDIT_PAGE = 10_000
 #: The counters a queue's page draws, each chart with its series.
 CHARTS = {
     "Messages per minute": ("sent", "received", "deleted"),
@@ -124,12 +126,17 @@ def _last_events(queue: durableq.Queue, scan: int) -> list[MessageEvent]:
 def audit(
     broker: durableq.Broker, *, queue: str | None, action: str | None, outcome: str | None, limit: int
 ) -> list[AuditEvent]:
-    """The audit trail, newest first, filtered by queue, action and outcome ("OK" or "refused")."""
-    events = broker.audit(queue=queue or None, limit=100_000)
-    if action:
-        events = [e for e in events if e.action == action]
-    if outcome == "OK":
-        events = [e for e in events if e.outcome == "OK"]
-    elif outcome == "refused":
-        events = [e for e in events if e.outcome != "OK"]
-    return list(reversed(events))[:limit]
+    """The newest ``limit`` calls of the audit trail that match, newest first: by queue, action and
+    outcome ("OK" or "refused").  The trail is read oldest first, page by page, keeping the tail."""
+
+    def matches(event: AuditEvent) -> bool:
+        if action and event.action != action:
+            return False
+        return not outcome or (event.outcome == "OK") == (outcome == "OK")
+
+    kept: list[AuditEvent] = []
+    after: int | None = None
+    while page := broker.audit(queue=queue or None, after=after, limit=AUDIT_PAGE):
+        kept = (kept + [e for e in page if matches(e)])[-limit:]
+        after = page[-1].event_id
+    return list(reversed(kept))

@@ -28,8 +28,10 @@ from typing import Any
 from opentelemetry.metrics import Meter
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode, Tracer
 
-from ..errors import BatchRequestTooLong, InvalidParameterValue, Reason
+from .. import limits
+from ..errors import BatchRequestTooLong, DurableQError, InvalidParameterValue, Reason
 from ..handle import QueueHandle
+from ..ops import attributes
 from ..types import BatchResult, Message, SendEntry, SendResult
 from . import carrier
 
@@ -137,7 +139,7 @@ class Telemetry:
                 result: BatchResult = wrapped(*args, **kwargs)
             else:
                 span.set_attribute(BATCH_COUNT, len(entries))
-                carried = [_with_context(entry, span) for entry in entries]
+                carried = _that_fit(instance, entries, [_with_context(entry, span) for entry in entries])
                 try:
                     result = wrapped(carried, *args[1:], **rest)
                 except BatchRequestTooLong:
@@ -324,6 +326,31 @@ def _without_context_if_too_large(
         successful=[*result.successful, *retried.successful],
         failed=[*(f for f in result.failed if f.id not in ids), *retried.failed],
     )
+
+
+def _that_fit(instance: QueueHandle, entries: Sequence[Any], carried: list[Any]) -> list[Any]:
+    """``carried``, but an entry its context would take over the queue's size limit goes as given.
+
+    Decided before the batch is sent: were it refused and sent again afterwards, the entries behind
+    it would be stored before it, and a FIFO group's order is the one thing a FIFO queue promises.
+    Only a batch with an entry above the smallest limit SQS allows reads the queue's own limit."""
+    sizes = [_size(entry) for entry in carried]
+    if all(size <= limits.MIN_MAXIMUM_MESSAGE_SIZE for size in sizes):
+        return carried
+    read = getattr(instance, "attributes", None)  # a queue's own limit; a virtual queue's: the least
+    limit = read()["maximum_message_size"] if read is not None else limits.MIN_MAXIMUM_MESSAGE_SIZE
+    return [c if size <= limit else e for e, c, size in zip(entries, carried, sizes)]
+
+
+def _size(entry: Any) -> int:
+    """Bytes ``entry`` counts toward the size limit, as the library counts them (0 when it is not
+    a valid entry: the library refuses it with its own error)."""
+    if not isinstance(entry, SendEntry) or not isinstance(entry.body, str):
+        return 0
+    try:
+        return len(entry.body.encode()) + attributes.size(attributes.normalize(entry.attributes))
+    except (DurableQError, UnicodeError):
+        return 0
 
 
 def _with_context(entry: Any, span: Span) -> Any:

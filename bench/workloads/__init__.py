@@ -1,7 +1,8 @@
 """The workloads by number (``python -m bench --workloads 1,2,5``): 1-8 of issue 8, 9 the endpoint,
 10 threads of one process (group commit), 11 the buffered client, 12 message history's cost,
 13 request-response, 14 virtual queues, 15 large payloads and encryption at rest, 16 durableq on
-PostgreSQL against durableq on SQLite, 17 the outbox (a row and its job in one transaction)."""
+PostgreSQL against durableq on SQLite, 17 the outbox (a row and its job in one transaction), 18 durableq
+on PostgreSQL against pgmq and a minimal SQL floor."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from . import (
     payloads,
     phases,
     postgres,
+    postgres_peers,
     rpc,
     threads,
     virtual,
@@ -45,5 +47,6 @@ WORKLOADS: dict[int, Workload] = {
         Workload(15, payloads.run),
         Workload(16, postgres.run),
         Workload(17, outbox.run),
+        Workload(18, postgres_peers.run),
     )
 }

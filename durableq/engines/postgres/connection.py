@@ -132,7 +132,7 @@ class Connection:
     """One server connection with the interface the operations use (that of ``sqlite3.Connection``):
     sqlite3's parameter style, translated errors, and a count of changed rows."""
 
-    __slots__ = ("_busy_timeout", "_location", "changes", "raw")
+    __slots__ = ("_begin", "_busy_timeout", "_location", "changes", "raw")
 
     dialect = POSTGRES
 
@@ -141,6 +141,23 @@ class Connection:
         self._location = location
         self._busy_timeout = busy_timeout
         self.changes = 0
+        #: A transaction's beginning not sent yet (see :meth:`begin`).
+        self._begin: tuple[str, ...] = ()
+
+    def begin(self, statements: str) -> None:
+        """Begin a transaction with ``statements`` (the engine's own, no parameters, joined by
+        ``"; "``), sent with the transaction's first statement in one round trip (psycopg's pipeline
+        mode), not on their own: ``BEGIN`` and the writers' lock cost no round trip of their own, and
+        a transaction that runs no statement costs none at all."""
+        self._begin = tuple(statements.split("; "))
+
+    def finish(self, command: str) -> None:
+        """End the transaction with ``command`` (``COMMIT``, maybe after a ``NOTIFY``), unless it never
+        began on the server (no statement ran: nothing to commit)."""
+        if self._begin:
+            self._begin = ()
+            return
+        self.run(command)
 
     def execute(self, statement: str, parameters: Params = (), /) -> Cursor:
         if not parameters:  # nothing bound: psycopg sends the text as it is (a "%" stays one)
@@ -155,7 +172,10 @@ class Connection:
         (for the commit's NOTIFY)."""
         cursor = self._cursor()
         try:
-            call(cursor)
+            if self._begin:
+                self._pipelined(cursor, call)
+            else:
+                call(cursor)
         except psycopg.Error as exc:
             if refused(exc):
                 raise unstorable(exc) from None
@@ -166,12 +186,22 @@ class Connection:
             self.changes += cursor.rowcount
         return cursor
 
+    def _pipelined(self, cursor: psycopg.Cursor[Any], call: Callable[[psycopg.Cursor[Any]], object]) -> None:
+        """The transaction's beginning and its first statement in one round trip.  If the beginning
+        fails (the writers' lock timed out), the statement does not run, and the error is the
+        beginning's; the connection is then in a failed transaction, which the caller rolls back."""
+        begin, self._begin = self._begin, ()
+        with self.raw.pipeline():
+            for statement in begin:
+                self.raw.execute(statement)
+            call(cursor)
+
     def _cursor(self) -> psycopg.Cursor[Any]:
         return self.raw.cursor()
 
     @property
     def in_transaction(self) -> bool:
-        return self.raw.info.transaction_status != TransactionStatus.IDLE
+        return bool(self._begin) or self.raw.info.transaction_status != TransactionStatus.IDLE
 
     def one_write(self) -> AbstractContextManager[None]:
         """The statements of the block as one write (see :meth:`..base.Connection.one_write`): every
@@ -183,7 +213,11 @@ class Connection:
     @property
     def idle(self) -> bool:
         """Open, and neither inside a transaction nor running a statement: fit to hand out."""
-        return not self.raw.closed and self.raw.info.transaction_status == TransactionStatus.IDLE
+        return (
+            not self._begin
+            and not self.raw.closed
+            and self.raw.info.transaction_status == TransactionStatus.IDLE
+        )
 
     @property
     def cut_off(self) -> bool:
@@ -191,13 +225,18 @@ class Connection:
         return self.raw.info.transaction_status in (TransactionStatus.ACTIVE, TransactionStatus.UNKNOWN)
 
     def run(self, command: str) -> None:
-        """A statement of the engine's own (no parameters; several may be joined by ``;``)."""
+        """A statement of the engine's own (no parameters; several may be joined by ``;``), after the
+        transaction's beginning if it is still to be sent."""
+        if self._begin:
+            begin, self._begin = self._begin, ()
+            command = "; ".join((*begin, command))
         try:
             self.raw.execute(command)
         except psycopg.Error as exc:
             raise translate(exc, self._location, self._busy_timeout) from exc
 
     def rollback(self) -> None:
+        self._begin = ()  # not sent: nothing began
         if self.raw.closed or not self.in_transaction:
             return
         try:

@@ -65,6 +65,8 @@ class Database:
         #: The channel of this durableq's change notifications (``NOTIFY`` it in a transaction that
         #: changed rows, the application's included, and long polls wake at its commit).
         self.channel = channel(schema)
+        #: Sent before the COMMIT of a transaction that changed rows (see :mod:`.locks`).
+        self._notice = self._begins.notify_if_listening(self.channel)
         self.durability = durability
         self.busy_timeout = busy_timeout
         self.own = OwnTransactions()  # the threads inside own_transaction(): refused elsewhere
@@ -77,7 +79,7 @@ class Database:
         self._watcher_hold = watchers.WatcherHold(
             lambda: ("postgresql", url, schema),
             self.name,
-            lambda: ListenSource(self.raw_connect, self.channel),
+            self._listen_source,
             lambda: TransactionIdProbe(self.raw_connect),
         )
         _open_databases.add(self)
@@ -194,6 +196,13 @@ class Database:
         if changed:
             self._watcher_hold.committed()
 
+    def _listen_source(self) -> ListenSource:
+        """The watcher's change source: a listener, registered so that writers notify it."""
+        try:
+            return ListenSource(self.raw_connect, self.channel, self._begins.listen)
+        except psycopg.Error as exc:
+            raise self.translated(exc) from exc
+
     def _give_back(self, conn: Connection) -> None:
         with self._spare_lock:
             if not self._closed and len(self._spares) < limits.TRANSACTION_SPARES:
@@ -223,11 +232,14 @@ class Database:
         try:
             if barrier is not None:
                 conn.run(barrier)
-            conn.run(begin)
+                conn.run(begin)  # at once: the barrier's lock is let go by it
+            else:
+                conn.begin(begin)  # sent with the first statement, in one round trip
             holding = False
             yield conn
             changed = conn.changes != changes
-            conn.run(f"NOTIFY {self.channel}; COMMIT" if changed else "COMMIT")
+            # NOTIFY only if a long poll listens, decided while the writers' lock is still held.
+            conn.finish(f"{self._notice}; COMMIT" if changed else "COMMIT")
         except BaseException:
             self._restore(conn, holding=holding)
             raise

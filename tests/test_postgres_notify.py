@@ -100,6 +100,8 @@ def test_a_write_notifies_only_while_a_long_poll_listens(pg_url: str, admin: psy
             poll = _long_poll(pg_url, "waits", got)
             until_long_polls_wait()
             assert _registered(admin) == 1
+            assert jobs.receive() == []  # a write that changed nothing: no NOTIFY (nor a wake-up loop)
+            assert ear.everything_until_now("between") == []
             waits.send("someone waits")
             poll.join(30)
             assert got == ["someone waits"]

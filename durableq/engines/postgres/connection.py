@@ -132,7 +132,7 @@ class Connection:
     """One server connection with the interface the operations use (that of ``sqlite3.Connection``):
     sqlite3's parameter style, translated errors, and a count of changed rows."""
 
-    __slots__ = ("_begin", "_busy_timeout", "_location", "changes", "raw")
+    __slots__ = ("_begin", "_busy_timeout", "_each", "_location", "changes", "raw")
 
     dialect = POSTGRES
 
@@ -143,6 +143,9 @@ class Connection:
         self.changes = 0
         #: A transaction's beginning not sent yet (see :meth:`begin`).
         self._begin: tuple[str, ...] = ()
+        #: Inside ``Database.change()``: how each statement's own transaction begins and ends (see
+        #: :meth:`each_statement`).
+        self._each: tuple[tuple[str, ...], tuple[str, ...]] | None = None
 
     def begin(self, statements: str) -> None:
         """Begin a transaction with ``statements`` (the engine's own, no parameters, joined by
@@ -151,11 +154,23 @@ class Connection:
         a transaction that runs no statement costs none at all."""
         self._begin = tuple(statements.split("; "))
 
+    def each_statement(self, begin: str, end: str) -> None:
+        """``Database.change()``: until :meth:`finish`, each statement runs in a transaction of its own,
+        ``begin`` (the writers' lock, shared), the statement, ``end`` (a ``NOTIFY`` if it wrote and a
+        long poll listens, ``COMMIT``), sent together in one round trip; the statements of a
+        :meth:`one_write` block share one.  SQLite's rule for a change (each statement commits on its
+        own, unless grouped), so the operations, written for both engines, rely on no more."""
+        self._each = (tuple(begin.split("; ")), tuple(end.split("; ")))
+
     def finish(self, command: str) -> None:
         """End the transaction with ``command`` (``COMMIT``, maybe after a ``NOTIFY``), unless it never
-        began on the server (no statement ran: nothing to commit)."""
+        began on the server (no statement ran: nothing to commit), or each statement committed on its
+        own (:meth:`each_statement`)."""
+        each, self._each = self._each, None
         if self._begin:
             self._begin = ()
+            return
+        if each is not None and self.raw.info.transaction_status == TransactionStatus.IDLE:
             return
         self.run(command)
 
@@ -173,7 +188,10 @@ class Connection:
         cursor = self._cursor()
         try:
             if self._begin:
-                self._pipelined(cursor, call)
+                begin, self._begin = self._begin, ()
+                self._pipelined(cursor, call, begin, ())
+            elif self._each is not None and self.raw.info.transaction_status == TransactionStatus.IDLE:
+                self._pipelined(cursor, call, *self._each)
             else:
                 call(cursor)
         except psycopg.Error as exc:
@@ -186,26 +204,45 @@ class Connection:
             self.changes += cursor.rowcount
         return cursor
 
-    def _pipelined(self, cursor: psycopg.Cursor[Any], call: Callable[[psycopg.Cursor[Any]], object]) -> None:
-        """The transaction's beginning and its first statement in one round trip.  If the beginning
-        fails (the writers' lock timed out), the statement does not run, and the error is the
-        beginning's; the connection is then in a failed transaction, which the caller rolls back."""
-        begin, self._begin = self._begin, ()
+    def _pipelined(
+        self,
+        cursor: psycopg.Cursor[Any],
+        call: Callable[[psycopg.Cursor[Any]], object],
+        begin: tuple[str, ...],
+        end: tuple[str, ...],
+    ) -> None:
+        """A statement between the engine's own ``begin`` and ``end`` statements, in one round trip
+        (psycopg's pipeline mode).  If one fails (the writers' lock timed out, the statement, the
+        commit), those after it do not run and the error is the first one's; the connection is then in
+        a failed transaction, which the caller rolls back."""
         with self.raw.pipeline():
             for statement in begin:
                 self.raw.execute(statement)
             call(cursor)
+            for statement in end:
+                self.raw.execute(statement)
 
     def _cursor(self) -> psycopg.Cursor[Any]:
         return self.raw.cursor()
 
     @property
     def in_transaction(self) -> bool:
-        return bool(self._begin) or self.raw.info.transaction_status != TransactionStatus.IDLE
+        return (
+            bool(self._begin)
+            or self._each is not None
+            or self.raw.info.transaction_status != TransactionStatus.IDLE
+        )
 
     def one_write(self) -> AbstractContextManager[None]:
-        """The statements of the block as one write (see :meth:`..base.Connection.one_write`): every
-        write here runs in a transaction already, ``Database.change``'s or ``write``'s."""
+        """The statements of the block as one write (see :meth:`..base.Connection.one_write`): in a
+        ``Database.change()`` between statements, a transaction of the block's own; inside a
+        transaction already (``Database.write``'s, or another block's), part of it."""
+        if (
+            self._each is not None
+            and not self._begin
+            and self.raw.info.transaction_status == TransactionStatus.IDLE
+        ):
+            return _OneWrite(self, self._each)
         if not self.in_transaction:
             raise RuntimeError("a write runs inside Database.change() or Database.write(), never alone")
         return _IN_OPEN_TRANSACTION
@@ -236,6 +273,10 @@ class Connection:
             raise translate(exc, self._location, self._busy_timeout) from exc
 
     def rollback(self) -> None:
+        self._each = None
+        self._rollback_transaction()
+
+    def _rollback_transaction(self) -> None:
         self._begin = ()  # not sent: nothing began
         if self.raw.closed or not self.in_transaction:
             return
@@ -246,6 +287,29 @@ class Connection:
 
     def close(self) -> None:
         close_quietly(self.raw, "a connection")
+
+
+class _OneWrite:
+    """A :meth:`Connection.one_write` block inside ``Database.change()``: one transaction, begun with
+    its first statement, ended (or rolled back, if the block raises) with the block."""
+
+    __slots__ = ("_conn", "_each")
+
+    def __init__(self, conn: Connection, each: tuple[tuple[str, ...], tuple[str, ...]]) -> None:
+        self._conn = conn
+        self._each = each
+
+    def __enter__(self) -> None:
+        self._conn._begin = self._each[0]
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        conn = self._conn
+        if kind is not None:
+            conn._rollback_transaction()
+        elif conn._begin:  # no statement ran
+            conn._begin = ()
+        else:
+            conn.run("; ".join(self._each[1]))
 
 
 def _after_fork_in_child() -> None:

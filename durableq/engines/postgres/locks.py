@@ -123,11 +123,14 @@ class Begins:
             f"SELECT pg_advisory_unlock({self.writers})"
         )
 
-    def notify_if_listening(self, channel: str) -> str:
+    def notify_if_listening(self, channel: str, *, if_wrote: bool = False) -> str:
         """Sent just before a write's ``COMMIT``: ``NOTIFY`` on ``channel`` unless no one listens (the
-        listeners' lock granted exclusively, and let go at once)."""
+        listeners' lock granted exclusively, and let go at once).  ``if_wrote``: and only if the
+        transaction wrote rows (it has a transaction id then), for a statement sent with it, before
+        its result says whether it changed any."""
+        wrote = "WHEN txid_current_if_assigned() IS NULL THEN NULL " if if_wrote else ""
         return (
-            f"SELECT CASE WHEN pg_try_advisory_lock({self.listeners}) "
+            f"SELECT CASE {wrote}WHEN pg_try_advisory_lock({self.listeners}) "
             f"THEN pg_advisory_unlock({self.listeners}) "
             f"ELSE (SELECT true FROM pg_notify('{channel}', '')) END"
         )

@@ -32,8 +32,8 @@ from typing import Any
 import durableq
 
 from .. import procs
-from ..compare import alternate, collect
-from ..model import Config, Measurement, WorkloadResult
+from ..compare import WARMUP, alternate, collect, in_rounds
+from ..model import Config, Measurement, WorkloadResult, percentile
 from . import postgres
 from .postgres_engines import QUEUE, Engines, server_settings
 
@@ -180,6 +180,10 @@ class _Databases:
 THROUGHPUT = postgres.THROUGHPUT
 
 
+def _worker_counts(cfg: Config) -> tuple[int, ...]:
+    return cfg.pick((1, 4), (1,))  # quick: the harness only (each worker is a process to spawn)
+
+
 def _case_name(workers: int) -> str:
     return f"{workers} worker{'s' if workers > 1 else ''}"
 
@@ -200,7 +204,7 @@ def _throughput(cfg: Config, databases: _Databases) -> tuple[list[Measurement], 
         elapsed = max(o["finished"] for o in outcomes) - started
         return {THROUGHPUT.name: sum(o["cycles"] for o in outcomes) / elapsed}
 
-    for workers in (1, 4):
+    for workers in _worker_counts(cfg):
         case = _case_name(workers)
         run = functools.partial(one_round, workers=workers, case=case)
         results = alternate(SYSTEMS, cfg.rounds, run, f"{KEY} {case}")
@@ -219,6 +223,38 @@ def _throughput(cfg: Config, databases: _Databases) -> tuple[list[Measurement], 
     return measurements, notes
 
 
+#: The least any client-server receive costs: one round trip of a bare prepared statement.
+ROUND_TRIP = "SELECT 1 round trip"
+
+
+def _round_trip(cfg: Config, url: str) -> tuple[list[Measurement], list[str]]:
+    """p50 of a bare ``SELECT 1`` (prepared, autocommit) per round: the bound of any receive that
+    crosses to the server, against which the receive latency target is read."""
+    import psycopg
+
+    count = cfg.pick(1000, 100)
+    with psycopg.connect(url, autocommit=True, prepare_threshold=0) as conn:
+        for _ in range(WARMUP):
+            conn.execute("SELECT 1").fetchone()
+
+        def one_round() -> dict[str, dict[str, float]]:
+            samples = []
+            for _ in range(count):
+                start = time.perf_counter()
+                conn.execute("SELECT 1").fetchone()
+                samples.append(time.perf_counter() - start)
+            return {ROUND_TRIP: {postgres.RECEIVE_P50.name: percentile(samples, 50) * 1e6}}
+
+        results = in_rounds(cfg.rounds, f"{KEY} round trip", one_round)
+    rows = collect("backlog ~0", (ROUND_TRIP,), (postgres.RECEIVE_P50,), results, {})
+    note = (
+        f"'{ROUND_TRIP}': {count} bare SELECT 1 per round on one psycopg connection (prepared, autocommit), "
+        "timed one by one after the receive rounds, its p50 in the 'receive p50' row: no receive through "
+        "a server can take less, so it bounds the PostgreSQL/SQLite receive ratio on this machine."
+    )
+    return rows, [note]
+
+
 def run(cfg: Config) -> WorkloadResult:
     from tests import pgcluster
 
@@ -228,12 +264,16 @@ def run(cfg: Config) -> WorkloadResult:
         databases = _Databases(cfg, cluster)
         rows, notes = _throughput(cfg, databases)
         latency_rows, latency_notes = postgres.latency(cfg, Engines(cfg, cluster, KEY), depths=(0,))
+        trip_rows, trip_notes = _round_trip(cfg, cluster.url())
+        latency_rows += trip_rows
+        latency_notes += trip_notes
     finally:
         cluster.stop()
     return WorkloadResult(
         KEY,
         "durableq on PostgreSQL against pgmq and a minimal SQL floor",
-        f"1 and 4 worker processes, each running send one {len(BODY)}-byte message → receive one → "
+        f"{' and '.join(map(str, _worker_counts(cfg)))} worker processes, each running send one"
+        f" {len(BODY)}-byte message → receive one → "
         f"delete it for {postgres._seconds(cfg):g} s, on a fresh database per round, the systems in turn, "
         f"all at synchronous_commit on; then receive latency at a backlog of ~0, PostgreSQL against "
         f"SQLite (as W16's backlog part).  Cluster: {server}; clients over TCP on 127.0.0.1.",

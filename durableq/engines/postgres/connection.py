@@ -214,13 +214,24 @@ class Connection:
         """A statement between the engine's own ``begin`` and ``end`` statements, in one round trip
         (psycopg's pipeline mode).  If one fails (the writers' lock timed out, the statement, the
         commit), those after it do not run and the error is the first one's; the connection is then in
-        a failed transaction, which the caller rolls back."""
-        with self.raw.pipeline():
-            for statement in begin:
-                self.raw.execute(statement)
-            call(cursor)
-            for statement in end:
-                self.raw.execute(statement)
+        a failed transaction, which the caller rolls back.
+
+        Except that, when one fails, the server skips the rest, the first preparation of a statement
+        among them too, which psycopg (preparing a statement at its sixth run) then takes for
+        prepared: its next run would find no such statement.  So a failed round trip rolls back and
+        closes the connection, and the thread's next call opens another."""
+        try:
+            with self.raw.pipeline():
+                for statement in begin:
+                    self.raw.execute(statement)
+                call(cursor)
+                for statement in end:
+                    self.raw.execute(statement)
+        except psycopg.Error:
+            with contextlib.suppress(psycopg.Error):
+                self.raw.execute("ROLLBACK")  # at once (the server would, once it saw the close)
+            close_quietly(self.raw, "a connection whose round trip failed")
+            raise
 
     def _cursor(self) -> psycopg.Cursor[Any]:
         return self.raw.cursor()

@@ -148,6 +148,27 @@ def _below(results: _Results, key: str, metric: str, limit: float, unit: str, na
     )
 
 
+def _pg_receive_vs_sqlite(results: _Results, limit: float) -> Target:
+    """W19 (else W16): durableq's receive p50 on PostgreSQL at most ``limit`` times SQLite's, at ~0."""
+    name = f"W19: PostgreSQL receive p50 ≤ {limit:g}× SQLite's (backlog ~0)"
+    goal = f"receive p50 ≤ {limit:g}× SQLite's"
+    for key in ("W19", "W16"):
+        pg = results.value(key, "backlog ~0", "postgresql", "receive p50")
+        lite = results.value(key, "backlog ~0", "sqlite", "receive p50")
+        trip = results.value(key, "backlog ~0", "SELECT 1 round trip", "receive p50")
+        if pg is not None and lite is not None:
+            bound = "" if trip is None else f"; a bare SELECT 1 round trip: {trip / lite:.2f}×"
+            measured = f"{pg / lite:.2f}× ({pg:.0f} vs {lite:.0f} µs, {key}{bound})"
+            return Target(name, goal, measured, pg / lite <= limit)
+    return Target(name, goal, "—", None)
+
+
+def _ahead_of_pgmq(results: _Results, case: str) -> Target:
+    r = results.ratio("W19", case, "durableq", "pgmq", "throughput")
+    name, goal = f"W19 {case}: durableq ahead of pgmq", "faster than pgmq"
+    return Target(name, goal, "—" if r is None else f"{r:.2f}× pgmq", None if r is None else r > 1)
+
+
 def evaluate(workload_results: list[WorkloadResult]) -> list[Target]:
     results = _Results(workload_results)
     checks: list[Callable[[], Target]] = [
@@ -194,5 +215,12 @@ def evaluate(workload_results: list[WorkloadResult]) -> list[Target]:
         lambda: _vs_floor(results, "W2", "durability=normal", 0.5, reference="minimal"),
         lambda: _fifo_receive(results, 2),
         # (history on ≥ 0.85× off at `full`: issue 16's W12 targets above.)
+        # Issue 30, PostgreSQL: ahead of pgmq, ≥ 0.7× the minimal SQL floor, receive ≤ 3× SQLite's.
+        *((lambda case=case: _ahead_of_pgmq(results, case)) for case in ("1 worker", "4 workers")),
+        *(
+            (lambda case=case: _vs_floor(results, "W19", case, 0.7, reference="minimal"))
+            for case in ("1 worker", "4 workers")
+        ),
+        lambda: _pg_receive_vs_sqlite(results, 3),
     ]
     return [check() for check in checks]

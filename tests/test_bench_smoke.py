@@ -107,3 +107,26 @@ def _quick_run(workloads: str, out: Path, scratch: Path, timeout: float) -> subp
         text=True,
         timeout=timeout,
     )
+
+
+@pytest.mark.slow
+def test_quick_pgmq_workload_writes_its_table(tmp_path: Path) -> None:
+    """W19 (issue 30): durableq against pgmq (its SQL functions, installed from bench/peers/pgmq.sql in
+    the workload's own cluster) and the minimal SQL floor; receive latency against SQLite's."""
+    out = tmp_path / "results"
+    scratch = Path(tempfile.mkdtemp(prefix="durableq-smoke-"))  # (reachable by the server: see W16's)
+    scratch.chmod(0o711)
+    try:
+        completed = _quick_run("19", out, scratch, timeout=240)
+        left = list(scratch.glob("durableq-bench-*"))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    assert completed.returncode == 0, completed.stderr
+    markdown = (out / "results.md").read_text(encoding="utf-8")
+    assert "## W19:" in markdown
+    for system in ("minimal", "pgmq", "durableq"):  # (--quick: 1 worker; a full run adds 4)
+        assert f"| 1 worker | {system} | throughput |" in markdown
+    for system in ("sqlite", "postgresql", "SELECT 1 round trip"):
+        assert f"| backlog ~0 | {system} | receive p50 |" in markdown
+    assert "| W19 1 worker: durableq ahead of pgmq |" in markdown and "pgmq 1.5.1" in markdown
+    assert not left, "the scratch files and the cluster are removed"

@@ -143,14 +143,13 @@ def test_a_commit_in_another_process_wakes_a_long_poll_by_notify(url: str) -> No
 
 def test_the_listening_socket_becomes_readable_at_a_commit_of_another_connection(url: str) -> None:
     """The watcher's change source: its socket becomes readable when any connection, of any host,
-    commits a NOTIFY on the channel (which every durableq write that changed rows sends), and it
-    reads as a commit; nothing else makes it readable."""
+    commits a NOTIFY on the channel (which every durableq write that changed rows sends while a
+    listener is registered, as this one is), and it reads as a commit; nothing else makes it readable."""
     from durableq.engines.change_sources import News
     from durableq.engines.postgres.database import Database
-    from durableq.engines.postgres.notify import ListenSource, channel
 
     db = Database(url, durability="normal", busy_timeout=5)
-    source = ListenSource(db.raw_connect, channel(db.schema))
+    source = db._listen_source()
     try:
         assert source.fileno is not None
         assert select.select([source.fileno], [], [], 0.2)[0] == []  # quiet while nobody commits

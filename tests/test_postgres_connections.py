@@ -87,3 +87,51 @@ def test_a_commit_that_fails_leaves_the_connection_idle(pg_url: str, admin: psyc
         jobs.send("after")
         assert [m.body for m in jobs.receive()] == ["after"]
     assert admin.execute("SELECT count(*) FROM test_checked").fetchone() == (0,)
+
+
+def test_a_change_commits_each_statement_and_a_one_write_block_as_one(
+    pg_url: str, admin: psycopg.Connection[Any]
+) -> None:
+    """SQLite's rule for a change, which the operations are written against: each statement commits
+    on its own (on PostgreSQL in one round trip with its BEGIN and COMMIT), and the statements of a
+    ``one_write()`` block (a send and its history event) commit together or not at all."""
+    from durableq.engines.postgres.database import Database
+
+    admin.execute("CREATE TABLE public.test_rows (n int PRIMARY KEY)")
+    db = Database(pg_url, durability="normal", busy_timeout=5)
+    try:
+        with pytest.raises(durableq.DurableQError), db.change() as conn:
+            conn.execute("INSERT INTO public.test_rows VALUES (1)")
+            with conn.one_write():
+                conn.execute("INSERT INTO public.test_rows VALUES (2)")
+                conn.execute("INSERT INTO public.test_rows VALUES (1)")  # taken: the block fails
+        with db.change() as conn:
+            with conn.one_write():
+                conn.execute("INSERT INTO public.test_rows VALUES (3)")
+                conn.execute("INSERT INTO public.test_rows VALUES (4)")
+            conn.execute("INSERT INTO public.test_rows VALUES (5)")
+        assert db.conn.idle
+    finally:
+        db.close()
+    rows = admin.execute("SELECT n FROM public.test_rows ORDER BY n").fetchall()
+    assert [n for (n,) in rows] == [1, 3, 4, 5]
+    assert _left_in_a_transaction(admin) == []
+
+
+def test_statements_that_a_failed_round_trip_skipped_are_not_taken_for_prepared(
+    pg_url: str, admin: psycopg.Connection[Any]
+) -> None:
+    """A statement and its BEGIN and lock go to the server together: when the lock times out, the
+    server skips the rest, including the statement's first preparation (psycopg prepares a statement
+    at its sixth run), so the driver's idea of what is prepared is wrong: that connection is replaced."""
+    with durableq.open(pg_url, durability="normal", busy_timeout=0.05) as broker:
+        jobs = broker.create_queue("jobs")
+        admin.execute(f"SELECT pg_advisory_lock({WRITERS})")
+        for _ in range(8):  # past psycopg's prepare threshold
+            with pytest.raises(durableq.DatabaseLocked):
+                jobs.send("blocked")
+        admin.execute(f"SELECT pg_advisory_unlock({WRITERS})")
+        for n in range(8):
+            jobs.send(f"after {n}")
+        assert len(jobs.receive(max_messages=10)) == 8
+    assert _left_in_a_transaction(admin) == []

@@ -2,7 +2,8 @@
 10 threads of one process (group commit), 11 the buffered client, 12 message history's cost,
 13 request-response, 14 virtual queues, 15 large payloads and encryption at rest, 16 durableq on
 PostgreSQL against durableq on SQLite, 17 the outbox (a row and its job in one transaction), 18 a
-scheduler's idle cost and its delay from a tick to the send."""
+scheduler's idle cost and its delay from a tick to the send, 19 durableq
+on PostgreSQL against pgmq and a minimal SQL floor."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from . import (
     payloads,
     phases,
     postgres,
+    postgres_peers,
     rpc,
     schedules,
     threads,
@@ -48,5 +50,6 @@ WORKLOADS: dict[int, Workload] = {
         Workload(16, postgres.run),
         Workload(17, outbox.run),
         Workload(18, schedules.run),
+        Workload(19, postgres_peers.run),
     )
 }

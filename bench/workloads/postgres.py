@@ -250,8 +250,11 @@ def _timed(queue: durableq.Queue, count: int) -> tuple[list[float], list[float]]
 Key = tuple[str, str]  # (depth, system)
 
 
-def _latency(cfg: Config, engines: Engines) -> tuple[list[Measurement], list[str]]:
-    depths = _depths(cfg)
+def latency(
+    cfg: Config, engines: Engines, depths: tuple[int, ...] | None = None
+) -> tuple[list[Measurement], list[str]]:
+    """The backlog part, at ``depths`` (default: ~0, 10k, 100k; W19 measures ~0 alone)."""
+    depths = depths or _depths(cfg)
     count, turn = cfg.pick((1000, 50), (100, 10))
     names = {depth: _depth_name(depth) for depth in depths}
     brokers = {
@@ -331,7 +334,7 @@ def run(cfg: Config) -> WorkloadResult:
         log.info("%s: PostgreSQL cluster up in %.1f s (%s)", KEY, time.perf_counter() - started, server)
         engines = Engines(cfg, cluster)
         cycle_rows, cycle_notes = _throughput(cfg, engines)
-        latency_rows, latency_notes = _latency(cfg, engines)
+        latency_rows, latency_notes = latency(cfg, engines)
     finally:
         cluster.stop()
     return WorkloadResult(

@@ -132,7 +132,7 @@ class Connection:
     """One server connection with the interface the operations use (that of ``sqlite3.Connection``):
     sqlite3's parameter style, translated errors, and a count of changed rows."""
 
-    __slots__ = ("_busy_timeout", "_location", "changes", "raw")
+    __slots__ = ("_begin", "_busy_timeout", "_each", "_location", "changes", "raw")
 
     dialect = POSTGRES
 
@@ -141,6 +141,38 @@ class Connection:
         self._location = location
         self._busy_timeout = busy_timeout
         self.changes = 0
+        #: A transaction's beginning not sent yet (see :meth:`begin`).
+        self._begin: tuple[str, ...] = ()
+        #: Inside ``Database.change()``: how each statement's own transaction begins and ends (see
+        #: :meth:`each_statement`).
+        self._each: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+
+    def begin(self, statements: str) -> None:
+        """Begin a transaction with ``statements`` (the engine's own, no parameters, joined by
+        ``"; "``), sent with the transaction's first statement in one round trip (psycopg's pipeline
+        mode), not on their own: ``BEGIN`` and the writers' lock cost no round trip of their own, and
+        a transaction that runs no statement costs none at all."""
+        self._begin = tuple(statements.split("; "))
+
+    def each_statement(self, begin: str, end: str) -> None:
+        """``Database.change()``: until :meth:`finish`, each statement runs in a transaction of its own,
+        ``begin`` (the writers' lock, shared), the statement, ``end`` (a ``NOTIFY`` if it wrote and a
+        long poll listens, ``COMMIT``), sent together in one round trip; the statements of a
+        :meth:`one_write` block share one.  SQLite's rule for a change (each statement commits on its
+        own, unless grouped), so the operations, written for both engines, rely on no more."""
+        self._each = (tuple(begin.split("; ")), tuple(end.split("; ")))
+
+    def finish(self, command: str) -> None:
+        """End the transaction with ``command`` (``COMMIT``, maybe after a ``NOTIFY``), unless it never
+        began on the server (no statement ran: nothing to commit), or each statement committed on its
+        own (:meth:`each_statement`)."""
+        each, self._each = self._each, None
+        if self._begin:
+            self._begin = ()
+            return
+        if each is not None and self.raw.info.transaction_status == TransactionStatus.IDLE:
+            return
+        self.run(command)
 
     def execute(self, statement: str, parameters: Params = (), /) -> Cursor:
         if not parameters:  # nothing bound: psycopg sends the text as it is (a "%" stays one)
@@ -155,7 +187,13 @@ class Connection:
         (for the commit's NOTIFY)."""
         cursor = self._cursor()
         try:
-            call(cursor)
+            if self._begin:
+                begin, self._begin = self._begin, ()
+                self._pipelined(cursor, call, begin, ())
+            elif self._each is not None and self.raw.info.transaction_status == TransactionStatus.IDLE:
+                self._pipelined(cursor, call, *self._each)
+            else:
+                call(cursor)
         except psycopg.Error as exc:
             if refused(exc):
                 raise unstorable(exc) from None
@@ -166,16 +204,56 @@ class Connection:
             self.changes += cursor.rowcount
         return cursor
 
+    def _pipelined(
+        self,
+        cursor: psycopg.Cursor[Any],
+        call: Callable[[psycopg.Cursor[Any]], object],
+        begin: tuple[str, ...],
+        end: tuple[str, ...],
+    ) -> None:
+        """A statement between the engine's own ``begin`` and ``end`` statements, in one round trip
+        (psycopg's pipeline mode).  If one fails (the writers' lock timed out, the statement, the
+        commit), those after it do not run and the error is the first one's; the connection is then in
+        a failed transaction, which the caller rolls back.
+
+        Except that, when one fails, the server skips the rest, the first preparation of a statement
+        among them too, which psycopg (preparing a statement at its sixth run) then takes for
+        prepared: its next run would find no such statement.  So a failed round trip rolls back and
+        closes the connection, and the thread's next call opens another."""
+        try:
+            with self.raw.pipeline():
+                for statement in begin:
+                    self.raw.execute(statement)
+                call(cursor)
+                for statement in end:
+                    self.raw.execute(statement)
+        except psycopg.Error:
+            with contextlib.suppress(psycopg.Error):
+                self.raw.execute("ROLLBACK")  # at once (the server would, once it saw the close)
+            close_quietly(self.raw, "a connection whose round trip failed")
+            raise
+
     def _cursor(self) -> psycopg.Cursor[Any]:
         return self.raw.cursor()
 
     @property
     def in_transaction(self) -> bool:
-        return self.raw.info.transaction_status != TransactionStatus.IDLE
+        return (
+            bool(self._begin)
+            or self._each is not None
+            or self.raw.info.transaction_status != TransactionStatus.IDLE
+        )
 
     def one_write(self) -> AbstractContextManager[None]:
-        """The statements of the block as one write (see :meth:`..base.Connection.one_write`): every
-        write here runs in a transaction already, ``Database.change``'s or ``write``'s."""
+        """The statements of the block as one write (see :meth:`..base.Connection.one_write`): in a
+        ``Database.change()`` between statements, a transaction of the block's own; inside a
+        transaction already (``Database.write``'s, or another block's), part of it."""
+        if (
+            self._each is not None
+            and not self._begin
+            and self.raw.info.transaction_status == TransactionStatus.IDLE
+        ):
+            return _OneWrite(self, self._each)
         if not self.in_transaction:
             raise RuntimeError("a write runs inside Database.change() or Database.write(), never alone")
         return _IN_OPEN_TRANSACTION
@@ -183,7 +261,11 @@ class Connection:
     @property
     def idle(self) -> bool:
         """Open, and neither inside a transaction nor running a statement: fit to hand out."""
-        return not self.raw.closed and self.raw.info.transaction_status == TransactionStatus.IDLE
+        return (
+            not self._begin
+            and not self.raw.closed
+            and self.raw.info.transaction_status == TransactionStatus.IDLE
+        )
 
     @property
     def cut_off(self) -> bool:
@@ -191,13 +273,22 @@ class Connection:
         return self.raw.info.transaction_status in (TransactionStatus.ACTIVE, TransactionStatus.UNKNOWN)
 
     def run(self, command: str) -> None:
-        """A statement of the engine's own (no parameters; several may be joined by ``;``)."""
+        """A statement of the engine's own (no parameters; several may be joined by ``;``), after the
+        transaction's beginning if it is still to be sent."""
+        if self._begin:
+            begin, self._begin = self._begin, ()
+            command = "; ".join((*begin, command))
         try:
             self.raw.execute(command)
         except psycopg.Error as exc:
             raise translate(exc, self._location, self._busy_timeout) from exc
 
     def rollback(self) -> None:
+        self._each = None
+        self._rollback_transaction()
+
+    def _rollback_transaction(self) -> None:
+        self._begin = ()  # not sent: nothing began
         if self.raw.closed or not self.in_transaction:
             return
         try:
@@ -207,6 +298,29 @@ class Connection:
 
     def close(self) -> None:
         close_quietly(self.raw, "a connection")
+
+
+class _OneWrite:
+    """A :meth:`Connection.one_write` block inside ``Database.change()``: one transaction, begun with
+    its first statement, ended (or rolled back, if the block raises) with the block."""
+
+    __slots__ = ("_conn", "_each")
+
+    def __init__(self, conn: Connection, each: tuple[tuple[str, ...], tuple[str, ...]]) -> None:
+        self._conn = conn
+        self._each = each
+
+    def __enter__(self) -> None:
+        self._conn._begin = self._each[0]
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        conn = self._conn
+        if kind is not None:
+            conn._rollback_transaction()
+        elif conn._begin:  # no statement ran
+            conn._begin = ()
+        else:
+            conn.run("; ".join(self._each[1]))
 
 
 def _after_fork_in_child() -> None:

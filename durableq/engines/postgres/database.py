@@ -3,7 +3,8 @@ kinds of transaction (the writers' lock: see :mod:`.locks`), change notification
 and what migrations need of it.
 
 Long polls wake by ``LISTEN``/``NOTIFY``: a transaction that changed rows sends ``NOTIFY`` with its
-commit, so a waiter on any host learns of it when the commit does.
+commit while a long poll listens (see :mod:`.locks`), so a waiter on any host learns of it when the
+commit does.  A change's statements commit one by one, each in one round trip (``Connection``).
 """
 
 from __future__ import annotations
@@ -65,6 +66,10 @@ class Database:
         #: The channel of this durableq's change notifications (``NOTIFY`` it in a transaction that
         #: changed rows, the application's included, and long polls wake at its commit).
         self.channel = channel(schema)
+        # Sent before the COMMIT of a transaction that changed rows, and of each statement's own in a
+        # change (Connection.each_statement: if it wrote); see .locks.
+        self._notice = self._begins.notify_if_listening(self.channel)
+        self._each_end = f"{self._begins.notify_if_listening(self.channel, if_wrote=True)}; COMMIT"
         self.durability = durability
         self.busy_timeout = busy_timeout
         self.own = OwnTransactions()  # the threads inside own_transaction(): refused elsewhere
@@ -77,7 +82,7 @@ class Database:
         self._watcher_hold = watchers.WatcherHold(
             lambda: ("postgresql", url, schema),
             self.name,
-            lambda: ListenSource(self.raw_connect, self.channel),
+            self._listen_source,
             lambda: TransactionIdProbe(self.raw_connect),
         )
         _open_databases.add(self)
@@ -141,7 +146,7 @@ class Database:
     def change(self) -> AbstractContextManager[Connection]:
         """A write of one statement (or a few, in ``conn.one_write()``): the writers' lock, shared."""
         self.own.refuse_outside(self.name)
-        return self._transaction(self._begins.change)
+        return self._transaction(self._begins.change, each=True)
 
     def read(self) -> AbstractContextManager[Connection]:
         """A read transaction: one ``REPEATABLE READ`` snapshot."""
@@ -194,6 +199,13 @@ class Database:
         if changed:
             self._watcher_hold.committed()
 
+    def _listen_source(self) -> ListenSource:
+        """The watcher's change source: a listener, registered so that writers notify it."""
+        try:
+            return ListenSource(self.raw_connect, self.channel, self._begins.listen)
+        except psycopg.Error as exc:
+            raise self.translated(exc) from exc
+
     def _give_back(self, conn: Connection) -> None:
         with self._spare_lock:
             if not self._closed and len(self._spares) < limits.TRANSACTION_SPARES:
@@ -208,13 +220,15 @@ class Database:
             yield self.conn
 
     @contextmanager
-    def _transaction(self, begin: str, *, barrier: str | None = None) -> Iterator[Connection]:
-        """``begin`` … ``COMMIT`` (with ``NOTIFY`` if rows changed) on this thread's connection.
-        ``barrier``: a statement before ``begin`` that takes a session lock ``begin`` releases."""
+    def _transaction(
+        self, begin: str, *, barrier: str | None = None, each: bool = False
+    ) -> Iterator[Connection]:
+        """``begin`` … ``COMMIT`` (with ``NOTIFY`` if rows changed) on this thread's connection (``each``:
+        per statement, see ``Connection.each_statement``).  ``barrier``: see ``settled_read``."""
         with forks.INSIDE:  # in use: close() leaves it to this thread (see per_thread.PerThread)
-            yield from self._transaction_inside(begin, barrier)
+            yield from self._transaction_inside(begin, barrier, each)
 
-    def _transaction_inside(self, begin: str, barrier: str | None) -> Iterator[Connection]:
+    def _transaction_inside(self, begin: str, barrier: str | None, each: bool) -> Iterator[Connection]:
         conn = self.conn
         changes = conn.changes
         # From the barrier's start to begin's end, the session lock may be held (even by a barrier
@@ -223,11 +237,15 @@ class Database:
         try:
             if barrier is not None:
                 conn.run(barrier)
-            conn.run(begin)
+                conn.run(begin)  # at once: the barrier's lock is let go by it
+            elif each:
+                conn.each_statement(begin, self._each_end)
+            else:
+                conn.begin(begin)  # sent with the first statement, in one round trip
             holding = False
             yield conn
             changed = conn.changes != changes
-            conn.run(f"NOTIFY {self.channel}; COMMIT" if changed else "COMMIT")
+            conn.finish(f"{self._notice}; COMMIT" if changed else "COMMIT")  # the lock still held
         except BaseException:
             self._restore(conn, holding=holding)
             raise
@@ -235,9 +253,8 @@ class Database:
             self._watcher_hold.committed()
 
     def _restore(self, conn: Connection, *, holding: bool) -> None:
-        """After a transaction failed at any step: roll ``conn`` back to idle, or, where that cannot
-        be made sure of (broken, a statement cut off half way, a session lock it may still hold),
-        close it; the thread's next call then opens a new one."""
+        """After a transaction failed at any step: roll ``conn`` back to idle, or, where that cannot be
+        made sure of (broken, cut off half way, a session lock it may hold), close it (and open anew)."""
         if not holding:
             conn.rollback()
             if conn.idle:

@@ -28,6 +28,23 @@ that releases the lock: at that moment every id given so far belongs to a transa
 The cost falls on readers: a settled read waits for the writes under way (as a write that runs alone
 does), and writes that start meanwhile wait for it; the lock is released as soon as the snapshot is
 taken, and no write pays anything when nobody reads.
+
+**The listeners' lock: a write sends NOTIFY only when a long poll may be waiting.**  A ``NOTIFY``
+is not free: its commit takes a lock of the whole database (PostgreSQL queues notifications in commit
+order), so notifying writers commit one at a time, each waiting for the previous one's WAL flush.  A
+process whose long polls listen (its change watcher's ``LISTEN`` connection) holds a second advisory
+lock, the *listeners' lock*, shared, for as long as it listens; a write, just before its ``COMMIT``
+and still holding the writers' lock, tries the listeners' lock exclusively for an instant: granted, no
+one listens, and it lets go at once and commits without ``NOTIFY``; refused, it notifies (a refusal
+for any other reason, another writer trying at the same instant, costs a needless ``NOTIFY``, never a
+missed one).
+
+Why no wake-up is lost: a listener registers by taking the writers' lock exclusively, then the
+listeners' lock shared, then letting the writers' lock go (:attr:`Begins.listen`), after its
+``LISTEN`` and before its waiters look at their queues.  A write that tried the listeners' lock before
+the registration held the writers' lock then, so the registration waited for its commit, and the
+waiters' first look sees its rows; a write that tries after it finds the lock held and notifies, and
+the ``LISTEN`` was in effect by then.  A listener that dies lets go of its lock with its session.
 """
 
 from __future__ import annotations
@@ -50,8 +67,7 @@ def writers_key(schema: str) -> int:
     """The writers' advisory lock of the durableq of ``schema``: advisory locks belong to the whole
     database, so each schema (each durableq installation) has its own, and the writers of one never
     wait for another's (64 bits of a hash: two schemas share one by a chance of 1 in 2**64)."""
-    digest = hashlib.sha256(f"durableq writers {schema}".encode()).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
+    return _key("writers", schema)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +76,8 @@ class Begins:
 
     #: The writers' lock (shared: one-statement writes; exclusive: the others).
     writers: int
+    #: The listeners' lock (shared: by each process whose long polls listen; see above).
+    listeners: int
 
     @property
     def write(self) -> str:
@@ -95,8 +113,35 @@ class Begins:
     def settled_begin(self) -> str:
         return f"{BEGIN_READ}; SELECT pg_advisory_unlock({self.writers})"
 
+    @property
+    def listen(self) -> str:
+        """A listener's registration, on its ``LISTEN`` connection (autocommit), once it listens: after
+        every write under way, the listeners' lock shared for the session.  If it fails part way, the
+        session may hold either lock: close the connection."""
+        return (
+            f"SELECT pg_advisory_lock({self.writers}); SELECT pg_advisory_lock_shared({self.listeners}); "
+            f"SELECT pg_advisory_unlock({self.writers})"
+        )
+
+    def notify_if_listening(self, channel: str, *, if_wrote: bool = False) -> str:
+        """Sent just before a write's ``COMMIT``: ``NOTIFY`` on ``channel`` unless no one listens (the
+        listeners' lock granted exclusively, and let go at once).  ``if_wrote``: and only if the
+        transaction wrote rows (it has a transaction id then), for a statement sent with it, before
+        its result says whether it changed any."""
+        wrote = "WHEN txid_current_if_assigned() IS NULL THEN NULL " if if_wrote else ""
+        return (
+            f"SELECT CASE {wrote}WHEN pg_try_advisory_lock({self.listeners}) "
+            f"THEN pg_advisory_unlock({self.listeners}) "
+            f"ELSE (SELECT true FROM pg_notify('{channel}', '')) END"
+        )
+
+
+def _key(purpose: str, schema: str) -> int:
+    digest = hashlib.sha256(f"durableq {purpose} {schema}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
 
 @lru_cache(maxsize=64)
 def begins(schema: str) -> Begins:
     """How the transactions of the durableq of ``schema`` begin."""
-    return Begins(writers_key(schema))
+    return Begins(writers_key(schema), _key("listeners", schema))

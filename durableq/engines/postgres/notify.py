@@ -1,6 +1,7 @@
 """How a PostgreSQL database's change watcher learns of commits: a transaction that changed rows sends
-``NOTIFY`` with its commit (see :mod:`.database`), so a waiter on any host learns of it when the commit
-does; a probe of the next transaction id confirms, and stands in when the listener broke."""
+``NOTIFY`` with its commit when a listener is registered (see :mod:`.database`, and :mod:`.locks` for
+the registration), so a waiter on any host learns of it when the commit does; a probe of the next
+transaction id confirms, and stands in when the listener broke."""
 
 from __future__ import annotations
 
@@ -32,9 +33,16 @@ class ListenSource:
 
     interval = 1.0
 
-    def __init__(self, connect: Connect, channel: str) -> None:
+    def __init__(self, connect: Connect, channel: str, register: str) -> None:
+        """``register``: the statement that tells writers someone listens (see :mod:`.locks`: writers
+        notify only then), run once the ``LISTEN`` is in effect, before any waiter looks."""
         self._raw = connect()
-        self._raw.execute(f"LISTEN {channel}")
+        try:
+            self._raw.execute(f"LISTEN {channel}")
+            self._raw.execute(register)
+        except BaseException:
+            close_quietly(self._raw, "the listener")  # it may hold a lock half way: its session ends
+            raise
         self.fileno: int | None = self._raw.fileno()
 
     def read(self) -> News:

@@ -81,7 +81,7 @@ def test_queue_attributes_all_counters_and_read_only(sqs: Any, queue_url: str, n
         "VisibilityTimeout": "30",
         "DelaySeconds": "0",
         "MessageRetentionPeriod": "345600",
-        "MaximumMessageSize": "262144",
+        "MaximumMessageSize": "1048576",
         "ReceiveMessageWaitTimeSeconds": "0",
         "SqsManagedSseEnabled": "false",  # encryption at rest is opt-in (README: differences)
     }

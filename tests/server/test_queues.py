@@ -31,10 +31,12 @@ def test_create_get_list_and_delete(sqs: Any, server: ServerProcess, name: str) 
 def test_a_bare_name_or_any_url_ending_in_the_name_is_a_queue_url(
     sqs: Any, queue_url: str, name: str
 ) -> None:
-    for given in (name, f"https://elsewhere.example/123456789012/{name}"):
+    for given in (name, f"https://elsewhere.example/{ACCOUNT}/{name}", f"/queues/{name}"):
         sqs.send_message(QueueUrl=given, MessageBody="x")
     attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages"])
-    assert attributes["Attributes"] == {"ApproximateNumberOfMessages": "2"}
+    assert attributes["Attributes"] == {"ApproximateNumberOfMessages": "3"}
+    with pytest.raises(sqs.exceptions.QueueDoesNotExist):  # another account's: another namespace
+        sqs.send_message(QueueUrl=f"https://elsewhere.example/123456789012/{name}", MessageBody="x")
 
 
 def test_list_queues_pages_with_max_results_and_next_token(sqs: Any, name: str) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 import durableq
 
-from .conftest import ACCOUNT, REGION, ServerProcess, error_of
+from .conftest import ACCOUNT, REGION, ServerProcess
 
 
 def _client(url: str, region: str) -> Any:
@@ -61,9 +61,3 @@ def test_each_region_and_account_is_a_namespace_of_its_own(tmp_path: Path) -> No
             "_ns_000000000000_us-west-2_work",
             "jobs",
         ]
-
-
-def test_the_namespace_prefix_is_refused_in_the_servers_own(sqs: Any) -> None:
-    with pytest.raises(sqs.exceptions.ClientError) as refused:
-        sqs.create_queue(QueueName="_ns_000000000000_us-west-2_sneaky")
-    assert error_of(refused)[0] == "InvalidParameterValue"

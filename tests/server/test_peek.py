@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
-from xml.etree import ElementTree
 
 import pytest
 from botocore.auth import SigV4Auth
@@ -34,61 +32,6 @@ def peek(server_url: str, queue_url: str, headers: dict[str, str] | None = None,
             return response.status, response.read()
     except urllib.error.HTTPError as error:
         return error.code, error.read()
-
-
-def test_peek_shows_messages_as_localstack_does_and_changes_nothing(
-    sqs: Any, queue_url: str, server: Any
-) -> None:
-    sqs.send_message(QueueUrl=queue_url, MessageBody="in flight")
-    sqs.send_message(
-        QueueUrl=queue_url,
-        MessageBody="visible",
-        MessageAttributes={"kind": {"DataType": "String", "StringValue": "k"}},
-        MessageGroupId="tenant-a",
-    )
-    sqs.send_message(QueueUrl=queue_url, MessageBody="delayed", DelaySeconds=600)
-    [held] = sqs.receive_message(QueueUrl=queue_url, VisibilityTimeout=600)["Messages"]
-    assert held["Body"] == "in flight"
-
-    status, body = peek(server.url, queue_url, {"Accept": "application/json"})
-    assert status == 200
-    [only] = json.loads(body)["ReceiveMessageResponse"]["ReceiveMessageResult"]["Message"]
-    assert only["Body"] == "visible" and only["ReceiptHandle"] == "SQS/BACKDOOR/ACCESS"
-    attributes = {a["Name"]: a["Value"] for a in only["Attribute"]}
-    assert attributes["IsVisible"] == "true" and attributes["IsDelayed"] == "false"
-    assert attributes["ApproximateReceiveCount"] == "0" and attributes["MessageGroupId"] == "tenant-a"
-    assert only["MessageAttribute"] == [{"Name": "kind", "Value": {"StringValue": "k", "DataType": "String"}}]
-
-    status, body = peek(server.url, queue_url, ShowInvisible="true", ShowDelayed="true")  # XML by default
-    assert status == 200
-    shown = ElementTree.fromstring(body).findall(f"{NS}ReceiveMessageResult/{NS}Message")
-    states = {
-        m.findtext(f"{NS}Body"): {
-            a.findtext(f"{NS}Name"): a.findtext(f"{NS}Value") for a in m.findall(f"{NS}Attribute")
-        }
-        for m in shown
-    }
-    assert sorted(states) == ["delayed", "in flight", "visible"]
-    assert (states["in flight"]["IsVisible"], states["in flight"]["ApproximateReceiveCount"]) == (
-        "false",
-        "1",
-    )
-    assert (states["delayed"]["IsVisible"], states["delayed"]["IsDelayed"]) == ("false", "true")
-
-    # Nothing changed: the held message stays in flight, the visible one was never received.
-    [received] = sqs.receive_message(
-        QueueUrl=queue_url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["ApproximateReceiveCount"]
-    )["Messages"]
-    assert received["Body"] == "visible" and received["Attributes"]["ApproximateReceiveCount"] == "1"
-    with pytest.raises(sqs.exceptions.ClientError):  # the peek's handle is no receipt handle
-        sqs.delete_message(QueueUrl=queue_url, ReceiptHandle="SQS/BACKDOOR/ACCESS")
-
-
-def test_peek_of_a_missing_queue_or_without_a_url(server: Any) -> None:
-    status, body = peek(server.url, f"{server.url}/000000000000/no-such-queue")
-    assert status == 400 and b"AWS.SimpleQueueService.NonExistentQueue" in body
-    status, body = peek(server.url, "")
-    assert status == 400 and b"QueueUrl" in body
 
 
 def _request(query: str, headers: dict[str, str] | None = None) -> Request:

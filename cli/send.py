@@ -41,7 +41,9 @@ LINE_WORDS = {
     limits.MAX_DELAY_SECONDS,
     "the queue's",
 )
-@click.option("--group", help="Message group id (required on FIFO queues).")
+@click.option(
+    "--group", help="Message group id (required on FIFO queues; on a standard queue, the message's tenant)."
+)
 @click.option("--dedup-id", help="Deduplication id (FIFO queues without content-based deduplication).")
 @click.option(
     "--attr",

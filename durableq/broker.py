@@ -246,7 +246,7 @@ class Broker(ScheduleCalls):
         """Create a queue, or return the existing one if the settings given are the ones it has.
 
         Defaults (``durableq.limits``): visibility timeout 30 s, no delay, 4 days of
-        retention, no long polling, 256 KiB messages; FIFO queues deduplicate by
+        retention, no long polling, 1 MiB messages; FIFO queues deduplicate by
         queue scope and by explicit ids.  ``history=True`` keeps the queue's message
         history (``Queue.events``) for ``history_retention`` seconds (default 7 days).
         ``large_payloads=True`` stores messages over ``maximum_message_size`` (up to 2 GiB) in the

@@ -77,6 +77,8 @@ class QueueHandle:
         """Send one message; when this returns, the message is committed to the database.
 
         ``trace_header`` is SQS's AWSTraceHeader system attribute, kept and returned as is.
+        ``group_id`` is required on a FIFO queue; a standard queue keeps it as the message's tenant
+        (SQS's fair queues) and returns it, without ordering by it.
         On a queue with ``large_payloads``, a message over the queue's size limit goes to the payload
         store (up to 2 GiB); ``offload=False`` refuses it instead, as SQS does (the endpoint's rule).
         With ``transaction`` (from :meth:`Broker.transaction`) the message is sent inside it: committed

@@ -59,7 +59,9 @@ MAX_CALL_TIMEOUT = 43_200.0
 DEFAULT_RECEIVE_WAIT_TIME = 0
 MAX_RECEIVE_WAIT_TIME = 20
 
-DEFAULT_MAXIMUM_MESSAGE_SIZE = 262_144
+#: SQS's default and maximum since 2025.  The default is written into a queue's row when it is created,
+#: so queues created under the older default (262,144) keep it until ``set_attributes`` changes it.
+DEFAULT_MAXIMUM_MESSAGE_SIZE = 1_048_576
 MIN_MAXIMUM_MESSAGE_SIZE = 1_024
 MAX_MAXIMUM_MESSAGE_SIZE = 1_048_576
 

@@ -39,7 +39,9 @@ def test_reopen_opens_the_same_database_the_same_way(target: str, tmp_path: Path
     keys, store = tmp_path / "keys.json", tmp_path / "store"
     durableq.Keyring(keys).create("orders")
     with durableq.open(target, durability="normal", keyring=keys, payload_dir=store) as first:
-        queue = first.create_queue("orders", kms_master_key_id="alias/orders", large_payloads=True)
+        queue = first.create_queue(
+            "orders", kms_master_key_id="alias/orders", large_payloads=True, maximum_message_size=262_144
+        )
         queue.send("x" * 300_000)  # sealed, in the payload store
         with durableq.reopen(first.options) as second:
             assert second.options == first.options

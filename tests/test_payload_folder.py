@@ -23,7 +23,7 @@ from durableq.ops.payload_owner import MARKER
 
 from .conftest import FakeClock, payload_dir, sql_rows, sql_run
 
-BIG = 300_000  # over the default size limit of 262,144 bytes
+BIG = 1_100_000  # over the default size limit of 1,048,576 bytes
 OLD = time.time() - 2 * 86_400  # two days ago: well past the orphan grace period
 REF = "ab" + "c" * 30  # a name of the store's own kind (32 hex digits)
 

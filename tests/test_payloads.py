@@ -24,7 +24,7 @@ from durableq.types import md5_hex
 
 from .conftest import FakeClock, payload_dir, raw_connection, sql_rows, sql_run, until
 
-BIG = 300_000  # over the default size limit of 262,144 bytes
+BIG = 1_100_000  # over the default size limit of 1,048,576 bytes
 
 
 def payload_files(broker: durableq.Broker) -> list[Path]:
@@ -42,7 +42,7 @@ def big(broker: durableq.Broker) -> durableq.Queue:
 def test_a_large_body_goes_to_the_store_and_comes_back_whole(
     broker: durableq.Broker, big: durableq.Queue, target: str
 ) -> None:
-    body = "photo " + "é" * BIG  # 600,006 bytes of UTF-8
+    body = "photo " + "é" * BIG  # 2,200,006 bytes of UTF-8
     sent = big.send(body, attributes={"kind": "image"})
     assert sent.md5_of_body == md5_hex(body)
     (stored,) = payload_files(broker)
@@ -58,8 +58,10 @@ def test_a_large_body_goes_to_the_store_and_comes_back_whole(
     assert payload_files(broker) == [] and not stored.exists()
 
 
-def test_a_batch_counts_only_what_stays_in_its_rows(broker: durableq.Broker, big: durableq.Queue) -> None:
-    # Two bodies of 700,000 bytes: 1.4 MB together, over the batch limit of 1 MiB when inline.
+def test_a_batch_counts_only_what_stays_in_its_rows(broker: durableq.Broker) -> None:
+    # Two bodies of 700,000 bytes: 1.4 MB together, over the batch limit of 1 MiB when inline, and
+    # each over the limit of a queue of 256 KiB messages, which takes them in its payload store.
+    big = broker.create_queue("big", large_payloads=True, maximum_message_size=262_144)
     entries = [durableq.SendEntry(str(i), str(i) * 700_000) for i in range(2)]
     result = big.send_batch(entries)
     assert [s.id for s in result.successful] == ["0", "1"] and result.failed == []
@@ -94,9 +96,9 @@ def test_small_messages_stay_inline_and_other_queues_keep_their_limit(
     assert message.open_payload().read() == b"small"
     assert payload_files(broker) == []
     plain = broker.create_queue("plain")
-    with pytest.raises(durableq.InvalidParameterValue, match="allows at most 262144"):
+    with pytest.raises(durableq.InvalidParameterValue, match="allows at most 1048576"):
         plain.send("x" * BIG)
-    with pytest.raises(durableq.InvalidParameterValue, match="allows at most 262144"):
+    with pytest.raises(durableq.InvalidParameterValue, match="allows at most 1048576"):
         big.send("x" * BIG, offload=False)  # the endpoint's rule: over the limit is refused
     assert payload_files(broker) == []
 
@@ -262,7 +264,7 @@ def test_a_file_whose_row_went_without_its_remover_is_removed_by_any_broker(
 SENDER = """
 import sys, durableq
 with durableq.open(sys.argv[1], payload_dir=sys.argv[2]) as broker:
-    broker.get_queue("big").send("k" * 300_000)
+    broker.get_queue("big").send("k" * 1_100_000)
 """
 
 

@@ -9,7 +9,7 @@ import pytest
 import durableq
 from durableq import limits
 from durableq.ops import permissions
-from tests.conftest import FakeClock
+from tests.conftest import FakeClock, sql_run
 
 
 def test_create_returns_a_queue_with_the_defaults(broker: durableq.Broker) -> None:
@@ -20,7 +20,7 @@ def test_create_returns_a_queue_with_the_defaults(broker: durableq.Broker) -> No
     assert attributes["delay_seconds"] == 0
     assert attributes["retention_period"] == limits.DEFAULT_RETENTION_PERIOD == 345_600
     assert attributes["receive_wait_time"] == 0
-    assert attributes["maximum_message_size"] == 262_144
+    assert attributes["maximum_message_size"] == limits.DEFAULT_MAXIMUM_MESSAGE_SIZE == 1_048_576
     assert attributes["redrive_policy"] is None and attributes["redrive_allow_policy"] is None
     assert "content_based_deduplication" not in attributes
 
@@ -150,6 +150,24 @@ def test_a_setting_changed_by_another_broker_applies_at_once(target: str, clock:
         assert [m.body for m in queue.receive(10)] == ["delayed by the new default"]
         clock.advance(15)
         assert [m.body for m in queue.receive(10)] == ["x", "delayed by the new default"]
+
+
+def test_a_queue_created_under_the_old_default_size_keeps_it(target: str, clock: FakeClock) -> None:
+    # What a file made before SQS's 1 MiB default holds: the old default (256 KiB) in the queue's row.
+    with durableq.open(target, clock=clock) as broker:
+        broker.create_queue("old")
+    assert sql_run(target, "UPDATE durableq_queues SET maximum_message_size = 262144 WHERE name = 'old'") == 1
+    with durableq.open(target, clock=clock) as broker:
+        old = broker.create_queue("old")  # no settings given: the existing queue, not QueueNameExists
+        assert old.attributes()["maximum_message_size"] == 262_144
+        with pytest.raises(durableq.InvalidParameterValue, match="allows at most 262144"):
+            old.send("x" * 262_145)
+        old.send("x" * 262_144)
+        new = broker.create_queue("new")
+        assert new.attributes()["maximum_message_size"] == 1_048_576
+        new.send("x" * 1_048_576)
+        old.set_attributes(maximum_message_size=limits.MAX_MAXIMUM_MESSAGE_SIZE)  # the way to the new size
+        old.send("x" * 262_145)
 
 
 def test_list_queues_is_sorted_and_filters_by_prefix(broker: durableq.Broker) -> None:

@@ -278,11 +278,19 @@ def test_bad_attributes_are_refused(queue: durableq.Queue, attributes: dict, mat
     assert queue.stats().approximate_number_of_messages == 0
 
 
-def test_group_and_deduplication_ids_are_refused_on_standard_queues(queue: durableq.Queue) -> None:
-    with pytest.raises(durableq.InvalidParameterValue, match="FIFO queues only"):
-        queue.send("x", group_id="g")
+def test_a_standard_queue_keeps_a_group_id_and_refuses_a_deduplication_id(queue: durableq.Queue) -> None:
+    # SQS's fair queues: a group id on a standard queue names the message's tenant.
+    queue.send("a1", group_id="tenant-a")
+    queue.send_batch([durableq.SendEntry("1", "b1", group_id="tenant-b"), durableq.SendEntry("2", "none")])
+    received = queue.receive(max_messages=10)
+    groups = [(m.body, m.group_id) for m in received]
+    assert groups == [("a1", "tenant-a"), ("b1", "tenant-b"), ("none", None)]
+    assert received[0].sequence_number is None and received[0].deduplication_id is None
     with pytest.raises(durableq.InvalidParameterValue, match="FIFO queues only"):
         queue.send("x", deduplication_id="d")
+    with pytest.raises(durableq.InvalidParameterValue, match="group_id"):
+        queue.send("x", group_id="é" * 3)  # the FIFO rule of the id's characters holds here too
+    assert queue.stats().approximate_number_of_messages == 0
 
 
 def test_a_returned_send_is_in_the_file(queue: durableq.Queue, target: str) -> None:

@@ -128,17 +128,19 @@ def send_one(
     queue row, the row is read afresh to say why (or to retry a recreated queue,
     or one whose encryption changed).
     """
-    _refuse_fifo_ids(name, item)
+    _refuse_deduplication_id(name, item)
     message_id = new_message_id()
     queue = catalog.get(conn, name)
     with history.atomic(conn, queue):
         key = sealer.data_key(conn, queue, now)
-        row = _row(queue, message_id, item, item.delay_seconds, now, virtual=virtual, key=key)
+        row = _row(queue, message_id, item, item.delay_seconds, now, item.group_id, virtual=virtual, key=key)
         if conn.execute(_statement(row), row).rowcount != 1:
             queue = catalog.get(conn, name, fresh=True)  # QueueDoesNotExist if it is gone
             _check_for_queue(queue, item)
             key = sealer.data_key(conn, queue, now)
-            row = _row(queue, message_id, item, item.delay_seconds, now, virtual=virtual, key=key)
+            row = _row(
+                queue, message_id, item, item.delay_seconds, now, item.group_id, virtual=virtual, key=key
+            )
             if conn.execute(_statement(row), row).rowcount != 1:
                 raise QueueDoesNotExist(f"queue {name!r} does not exist")
         history.record(conn, queue, now, history.SENT, [(message_id, 0)])
@@ -167,12 +169,14 @@ def insert(
     for item in items:
         try:
             _check_for_queue(queue, item)
-            _refuse_fifo_ids(queue.name, item)
+            _refuse_deduplication_id(queue.name, item)
         except DurableQError as exc:
             results.append(exc)
             continue
         message_id = new_message_id()
-        rows.append(_row(queue, message_id, item, item.delay_seconds, now, virtual=virtual, key=key))
+        rows.append(
+            _row(queue, message_id, item, item.delay_seconds, now, item.group_id, virtual=virtual, key=key)
+        )
         results.append(SendResult(message_id, None, item.md5()))
     if rows:
         # The queue row is fresh in this transaction and every size was checked: one executemany per
@@ -185,13 +189,14 @@ def insert(
     return results
 
 
-def _refuse_fifo_ids(name: str, item: Outgoing) -> None:
-    if item.group_id is not None or item.deduplication_id is not None:
+def _refuse_deduplication_id(name: str, item: Outgoing) -> None:
+    """A standard queue refuses a deduplication id.  It keeps a group id (SQS's fair queues: the
+    message's tenant), which orders nothing there: receives stay oldest first."""
+    if item.deduplication_id is not None:
         raise InvalidParameterValue(
-            template="{group_id} and {deduplication_id} apply to FIFO queues only; "
-            "{queue!r} is a standard queue",
-            parameter="group_id" if item.group_id is not None else "deduplication_id",
-            value=item.group_id if item.group_id is not None else item.deduplication_id,
+            template="{deduplication_id} applies to FIFO queues only; {queue!r} is a standard queue",
+            parameter="deduplication_id",
+            value=item.deduplication_id,
             queue=name,
             reason=Reason.FIFO_ONLY,
         )

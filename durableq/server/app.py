@@ -17,7 +17,7 @@ from typing import Any
 from durableq.errors import DurableQError
 from durableq.text import printable
 
-from . import errors, guard
+from . import errors, guard, peek
 from .dispatch import Dispatcher, Exchange, PendingReceive, error, protocol_of
 from .metrics import Metrics
 from .pool import BoundedPool, PoolBusy
@@ -106,6 +106,10 @@ class SQSApp:
             if path == METRICS_PATH and method == "GET":
                 body = await self._run(self._metrics.render)
                 return Response(200, body, {"Content-Type": self._metrics.content_type})
+            if path == peek.PEEK_PATH and method == "GET":
+                client = scope.get("client")
+                request = Request(method, path, query, headers, b"")
+                return await self._run(peek.answer, self._dispatcher, request, client[0] if client else None)  # type: ignore[no-any-return]
             if method not in ("GET", "POST"):
                 raise errors.WireError(
                     "MethodNotAllowed", f"the endpoint takes GET and POST, not {method[:20]}", status=405

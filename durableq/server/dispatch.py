@@ -22,7 +22,7 @@ from .actions import ACTIONS, Call, in_sqs_words
 from .actions.message_actions import receive_request, received
 from .message_format import ReceiveView
 from .params import Params
-from .urls import Endpoint, queue_name
+from .urls import Endpoint, namespace, queue_name
 from .wire import Request, Response, WireProtocol
 
 
@@ -107,7 +107,11 @@ class Dispatcher:
             members["QueueUrl"] = request.path  # older SDKs post to the queue's URL instead
         exchange.queue = _queue_of(members)
         host = request.headers.get("Host") or self.default_host
-        call = Call(self.broker, Endpoint(self.region, self.account_id, host, self.scheme), Params(members))
+        region, account_id = namespace(
+            members, request.headers.get("Authorization"), self.region, self.account_id
+        )
+        endpoint = Endpoint(region, account_id, host, self.scheme, home=(self.region, self.account_id))
+        call = Call(self.broker, endpoint, Params(members))
         if action == "ReceiveMessage":
             try:
                 queue, keywords, view = receive_request(call)

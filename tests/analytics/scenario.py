@@ -96,7 +96,7 @@ def build(path: Path) -> Scenario:
         broker.create_queue("idle")
         # Encrypted at rest, and large payloads stored outside: Spark reads both without the key.
         send(broker.create_queue("secure", kms_master_key_id="alias/scenario"), SECURE_SENT)
-        media = broker.create_queue("media", large_payloads=True)
+        media = broker.create_queue("media", large_payloads=True, maximum_message_size=262_144)
         for number in range(MEDIA_SENT):
             media.send(f"frame {number} " + "x" * 300_000)
 

@@ -62,9 +62,8 @@ def _refused(run: Run, *args: str) -> str:
             "InvalidParameterValue: --delay must be from 0 to 900 seconds; got 901",
         ),
         (
-            ("send", "jobs", "hello", "--group", "g"),
-            "InvalidParameterValue: --group and --dedup-id apply to FIFO queues only; "
-            "'jobs' is a standard queue",
+            ("send", "jobs", "hello", "--dedup-id", "d"),
+            "InvalidParameterValue: --dedup-id applies to FIFO queues only; 'jobs' is a standard queue",
         ),
         (
             ("send", "orders.fifo", "hello"),

@@ -36,7 +36,7 @@ def test_serve_and_the_server_module_take_the_same_options() -> None:
     serve = main.commands["serve"]
     ours, its = _options(serve), _options(module)
     assert set(its) - set(ours) == ROOT_OPTIONS
-    assert set(ours) - set(its) == {"--json"}
+    assert set(ours) - set(its) == {"--json", "--ephemeral"}  # the module serves the --db it is given
     assert {"--durability", "--loop", "--host", "--port", "--credentials"} <= set(ours)
     for name in set(ours) & set(its) - {"--log-level"}:  # the module logs less by default (tests, benches)
         assert ours[name] == its[name], name

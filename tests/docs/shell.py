@@ -32,6 +32,7 @@ NOT_RUN = {
     "apt-get": "installs system packages",
     "aws": "needs a running endpoint: test_readme.py runs the endpoint's examples with one",
     ".venv/bin/python": "runs the test suites and stress runs of this repository (these tests are in one)",
+    "scripts/conformance": "runs moto's suite against the endpoint (a moto checkout; minutes)",
 }
 #: ``NAME=VALUE`` words before a command: its environment.
 _ASSIGNMENT = re.compile(r"^[A-Z_][A-Z0-9_]*=")

@@ -109,7 +109,7 @@ def test_send_errors_come_from_the_library(sqs: Any, queue_url: str) -> None:
     with pytest.raises(sqs.exceptions.InvalidMessageContents):
         sqs.send_message(QueueUrl=queue_url, MessageBody="bell \x07")
     with pytest.raises(sqs.exceptions.ClientError) as too_big:
-        sqs.send_message(QueueUrl=queue_url, MessageBody="x" * 262_145)
+        sqs.send_message(QueueUrl=queue_url, MessageBody="x" * 1_048_577)
     assert error_of(too_big)[0] == "InvalidParameterValue"
     with pytest.raises(sqs.exceptions.ClientError) as reserved:
         sqs.send_message(
@@ -197,6 +197,23 @@ def test_delete_change_visibility_and_receipt_errors(sqs: Any, queue_url: str) -
     assert error_of(invalid) == ("ReceiptHandleIsInvalid", "ReceiptHandleIsInvalid", 404)
     sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=first["ReceiptHandle"])  # any handle, standard queue
     assert "Messages" not in sqs.receive_message(QueueUrl=queue_url)
+
+
+def test_a_standard_queue_takes_a_message_group_id(sqs: Any, queue_url: str) -> None:
+    sqs.send_message(QueueUrl=queue_url, MessageBody="tenant a's", MessageGroupId="tenant-a")
+    sqs.send_message_batch(
+        QueueUrl=queue_url, Entries=[{"Id": "1", "MessageBody": "tenant b's", "MessageGroupId": "tenant-b"}]
+    )
+    received = sqs.receive_message(
+        QueueUrl=queue_url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["MessageGroupId"]
+    )["Messages"]
+    assert [(m["Body"], m["Attributes"]) for m in received] == [
+        ("tenant a's", {"MessageGroupId": "tenant-a"}),
+        ("tenant b's", {"MessageGroupId": "tenant-b"}),
+    ]
+    with pytest.raises(sqs.exceptions.ClientError) as refused:  # deduplication stays FIFO's
+        sqs.send_message(QueueUrl=queue_url, MessageBody="x", MessageDeduplicationId="d")
+    assert error_of(refused)[0] == "InvalidParameterValue"
 
 
 def test_fifo_order_deduplication_and_receive_attempts(sqs: Any, fifo_url: str) -> None:

@@ -20,7 +20,7 @@ BIG = 300_000
 def test_payloads_stay_off_the_wire(tmp_path: Path) -> None:
     db = tmp_path / "queues.db"
     with durableq.open(db) as broker:
-        queue = broker.create_queue("media", large_payloads=True)
+        queue = broker.create_queue("media", large_payloads=True, maximum_message_size=262_144)
         sent = queue.send("frame " + "x" * BIG, attributes={"camera": "2"})
     with ServerProcess(db) as server:
         sqs = client(server.url)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 
 from .conftest import ACCOUNT, REGION, ServerProcess, error_of
+from .test_peek import NS, peek
 
 
 def arn(name: str) -> str:
@@ -31,10 +33,12 @@ def test_create_get_list_and_delete(sqs: Any, server: ServerProcess, name: str) 
 def test_a_bare_name_or_any_url_ending_in_the_name_is_a_queue_url(
     sqs: Any, queue_url: str, name: str
 ) -> None:
-    for given in (name, f"https://elsewhere.example/123456789012/{name}"):
+    for given in (name, f"https://elsewhere.example/{ACCOUNT}/{name}", f"/queues/{name}"):
         sqs.send_message(QueueUrl=given, MessageBody="x")
     attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages"])
-    assert attributes["Attributes"] == {"ApproximateNumberOfMessages": "2"}
+    assert attributes["Attributes"] == {"ApproximateNumberOfMessages": "3"}
+    with pytest.raises(sqs.exceptions.QueueDoesNotExist):  # another account's: another namespace
+        sqs.send_message(QueueUrl=f"https://elsewhere.example/123456789012/{name}", MessageBody="x")
 
 
 def test_list_queues_pages_with_max_results_and_next_token(sqs: Any, name: str) -> None:
@@ -81,7 +85,7 @@ def test_queue_attributes_all_counters_and_read_only(sqs: Any, queue_url: str, n
         "VisibilityTimeout": "30",
         "DelaySeconds": "0",
         "MessageRetentionPeriod": "345600",
-        "MaximumMessageSize": "262144",
+        "MaximumMessageSize": "1048576",
         "ReceiveMessageWaitTimeSeconds": "0",
         "SqsManagedSseEnabled": "false",  # encryption at rest is opt-in (README: differences)
     }
@@ -220,3 +224,67 @@ def test_every_queue_action_on_a_missing_queue_says_so(sqs: Any, server: ServerP
     for call in calls:
         with pytest.raises(sqs.exceptions.QueueDoesNotExist):
             call()
+
+
+# -- the developer's peek and the namespace prefix, on this module's endpoint (see test_peek.py)
+
+
+def test_peek_shows_messages_as_localstack_does_and_changes_nothing(
+    sqs: Any, queue_url: str, server: Any
+) -> None:
+    sqs.send_message(QueueUrl=queue_url, MessageBody="in flight")
+    sqs.send_message(
+        QueueUrl=queue_url,
+        MessageBody="visible",
+        MessageAttributes={"kind": {"DataType": "String", "StringValue": "k"}},
+        MessageGroupId="tenant-a",
+    )
+    sqs.send_message(QueueUrl=queue_url, MessageBody="delayed", DelaySeconds=600)
+    [held] = sqs.receive_message(QueueUrl=queue_url, VisibilityTimeout=600)["Messages"]
+    assert held["Body"] == "in flight"
+
+    status, body = peek(server.url, queue_url, {"Accept": "application/json"})
+    assert status == 200
+    [only] = json.loads(body)["ReceiveMessageResponse"]["ReceiveMessageResult"]["Message"]
+    assert only["Body"] == "visible" and only["ReceiptHandle"] == "SQS/BACKDOOR/ACCESS"
+    attributes = {a["Name"]: a["Value"] for a in only["Attribute"]}
+    assert attributes["IsVisible"] == "true" and attributes["IsDelayed"] == "false"
+    assert attributes["ApproximateReceiveCount"] == "0" and attributes["MessageGroupId"] == "tenant-a"
+    assert only["MessageAttribute"] == [{"Name": "kind", "Value": {"StringValue": "k", "DataType": "String"}}]
+
+    status, body = peek(server.url, queue_url, ShowInvisible="true", ShowDelayed="true")  # XML by default
+    assert status == 200
+    shown = ElementTree.fromstring(body).findall(f"{NS}ReceiveMessageResult/{NS}Message")
+    states = {
+        m.findtext(f"{NS}Body"): {
+            a.findtext(f"{NS}Name"): a.findtext(f"{NS}Value") for a in m.findall(f"{NS}Attribute")
+        }
+        for m in shown
+    }
+    assert sorted(states) == ["delayed", "in flight", "visible"]
+    assert (states["in flight"]["IsVisible"], states["in flight"]["ApproximateReceiveCount"]) == (
+        "false",
+        "1",
+    )
+    assert (states["delayed"]["IsVisible"], states["delayed"]["IsDelayed"]) == ("false", "true")
+
+    # Nothing changed: the held message stays in flight, the visible one was never received.
+    [received] = sqs.receive_message(
+        QueueUrl=queue_url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["ApproximateReceiveCount"]
+    )["Messages"]
+    assert received["Body"] == "visible" and received["Attributes"]["ApproximateReceiveCount"] == "1"
+    with pytest.raises(sqs.exceptions.ClientError):  # the peek's handle is no receipt handle
+        sqs.delete_message(QueueUrl=queue_url, ReceiptHandle="SQS/BACKDOOR/ACCESS")
+
+
+def test_peek_of_a_missing_queue_or_without_a_url(server: Any) -> None:
+    status, body = peek(server.url, f"{server.url}/000000000000/no-such-queue")
+    assert status == 400 and b"AWS.SimpleQueueService.NonExistentQueue" in body
+    status, body = peek(server.url, "")
+    assert status == 400 and b"QueueUrl" in body
+
+
+def test_the_namespace_prefix_is_refused_in_the_servers_own(sqs: Any) -> None:
+    with pytest.raises(sqs.exceptions.ClientError) as refused:
+        sqs.create_queue(QueueName="_ns_000000000000_us-west-2_sneaky")
+    assert error_of(refused)[0] == "InvalidParameterValue"

@@ -77,9 +77,9 @@ def test_message_errors(sqs: Any, queue_url: str) -> None:
     def send(**params: Any) -> tuple[str, str]:
         return sqs_error(lambda: sqs.send_message(QueueUrl=queue_url, **{"MessageBody": "x", **params}))
 
-    assert send(MessageBody="y" * 262_145) == (
+    assert send(MessageBody="y" * 1_048_577) == (
         "InvalidParameterValue",
-        "One or more parameters are invalid. Reason: Message must be shorter than 262144 bytes.",
+        "One or more parameters are invalid. Reason: Message must be shorter than 1048576 bytes.",
     )
     assert send(MessageBody="bell \x07") == (
         "InvalidMessageContents",
@@ -100,9 +100,9 @@ def test_message_errors(sqs: Any, queue_url: str) -> None:
         "InvalidParameterValue",
         "Value 901 for parameter DelaySeconds is invalid. Reason: DelaySeconds must be >= 0 and <= 900.",
     )
-    assert send(MessageGroupId="g") == (
+    assert send(MessageDeduplicationId="d") == (  # a MessageGroupId is a fair queue's tenant
         "InvalidParameterValue",
-        "Value g for parameter MessageGroupId is invalid. Reason: "
+        "Value d for parameter MessageDeduplicationId is invalid. Reason: "
         "The request include parameter that is not valid for this queue type.",
     )
     assert sqs_error(lambda: sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=11)) == (

@@ -56,7 +56,7 @@ CASES: dict[str, Callable[[durableq.Broker, durableq.Queue, durableq.Queue, Fake
     "many actions": lambda b, q, f, c: _raised(
         lambda: q.add_permission("n", ["111122223333"], ["SendMessage"] * 8)
     ),
-    "too big": lambda b, q, f, c: _raised(lambda: q.send("x" * 262_145)),
+    "too big": lambda b, q, f, c: _raised(lambda: q.send("x" * 1_048_577)),
     "empty body": lambda b, q, f, c: _raised(lambda: q.send("")),
     "bad character": lambda b, q, f, c: _raised(lambda: q.send("\x07")),
     "attribute name": lambda b, q, f, c: _raised(lambda: q.send("x", attributes={"a b": "v"})),
@@ -74,7 +74,7 @@ CASES: dict[str, Callable[[durableq.Broker, durableq.Queue, durableq.Queue, Fake
     "fifo delay": lambda b, q, f, c: _raised(
         lambda: f.send("x", group_id="g", deduplication_id="d", delay_seconds=5)
     ),
-    "fifo ids on standard": lambda b, q, f, c: _raised(lambda: q.send("x", group_id="g")),
+    "fifo ids on standard": lambda b, q, f, c: _raised(lambda: q.send("x", deduplication_id="d")),
     "range": lambda b, q, f, c: _raised(lambda: q.receive(11)),
     "delay range": lambda b, q, f, c: _raised(lambda: q.send("x", delay_seconds=901)),
     "12 hours": lambda b, q, f, c: _raised(lambda: _long_change(q, c)),

@@ -25,7 +25,7 @@ class Call:
         url = self.params.required("QueueUrl")
         address, _, virtual = url.partition("#")
         try:
-            queue = self.broker.get_queue(queue_name(address))
+            queue = self.broker.get_queue(self.endpoint.library_name(queue_name(address)))
             return queue.virtual_queue(virtual) if virtual else queue
         except InvalidParameterValue as exc:  # not even a queue name: no queue, as SQS answers
             raise QueueDoesNotExist(f"queue URL {url!r} names no queue: {exc.message}") from exc

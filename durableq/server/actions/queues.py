@@ -21,17 +21,20 @@ def create_queue(call: Call) -> dict[str, Any]:
     name = call.params.required("QueueName")
     settings = to_settings(call.params.mapping("Attributes"), call.endpoint)
     fifo = settings.pop("fifo", False)
-    call.broker.create_queue(name, fifo=fifo, tags=call.params.mapping("tags") or None, **settings)
-    return {"QueueUrl": call.url(name)}
+    queue = call.broker.create_queue(
+        call.endpoint.library_name(name), fifo=fifo, tags=call.params.mapping("tags") or None, **settings
+    )
+    return {"QueueUrl": call.url(queue.name)}
 
 
 def get_queue_url(call: Call) -> dict[str, Any]:
-    queue = call.broker.get_queue(call.params.required("QueueName"))
+    queue = call.broker.get_queue(call.endpoint.library_name(call.params.required("QueueName")))
     return {"QueueUrl": call.url(queue.name)}
 
 
 def list_queues(call: Call) -> dict[str, Any]:
-    names = call.broker.list_queues(call.params.text("QueueNamePrefix") or "")
+    prefix = call.endpoint.library_name(call.params.text("QueueNamePrefix") or "")
+    names = [name for name in call.broker.list_queues(prefix) if call.endpoint.owns(name)]
     return _page(call, names, "QueueUrls")
 
 

@@ -1,0 +1,53 @@
+"""Adversary 33: where schedules break "each tick exactly once, however many schedulers run", or
+burn a scheduler's round, when they meet clocks, catch-up, queue settings and encryption.
+
+Each test is a finding, marked ``xfail(strict=True)`` until the library is fixed."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+import durableq
+
+from .conftest import START, FakeClock
+
+T0 = datetime.fromtimestamp(START, UTC)  # 2027-01-15 08:00:00 UTC
+
+
+def at(seconds: float) -> str:
+    return (T0 + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def scheduled_times(queue: durableq.Queue) -> list[str]:
+    """The DurableQ.ScheduledTime of every message in ``queue`` (received, deleted), oldest first."""
+    found: list[str] = []
+    while batch := queue.receive(10):
+        for message in batch:
+            found.append(str(message.attributes["DurableQ.ScheduledTime"].value))
+            queue.delete(message.receipt_handle)
+    return sorted(found)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="adversary 33: a scheduler whose clock is ahead sends a future tick early and claims every "
+    "tick before it as missed: under catch_up='latest' they are never sent by any scheduler",
+)
+def test_a_scheduler_whose_clock_is_ahead_loses_ticks_for_every_scheduler(
+    target: str, clock: FakeClock
+) -> None:
+    ahead = FakeClock(START + 3_600)  # one host's clock an hour fast
+    with (
+        durableq.open(target, clock=clock, durability="normal") as good,
+        durableq.open(target, clock=ahead, durability="normal") as skewed,
+    ):
+        jobs = good.create_queue("jobs")
+        good.create_schedule("s", "jobs", "rate(10 minutes)", "x")  # catch_up="latest", the default
+        skewed.fire_due_schedules()  # at 08:00 real time, it believes it is 09:00
+        for _ in range(6):
+            good.fire_due_schedules()
+            clock.advance(600)
+        good.fire_due_schedules()  # 09:00 real time
+        assert scheduled_times(jobs) == [at(600 * n) for n in range(7)]

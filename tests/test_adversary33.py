@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 import durableq
+from durableq.schedules import expressions
 
 from .conftest import START, FakeClock
 
@@ -51,3 +52,29 @@ def test_a_scheduler_whose_clock_is_ahead_loses_ticks_for_every_scheduler(
             clock.advance(600)
         good.fire_due_schedules()  # 09:00 real time
         assert scheduled_times(jobs) == [at(600 * n) for n in range(7)]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="adversary 33: catch_up='latest' after downtime walks every missed cron tick one by one "
+    "(about 1 ms each): an every-minute cron down for 30 days costs ~40 s of CPU in one round",
+)
+def test_catching_up_the_latest_cron_tick_does_not_walk_every_missed_minute(
+    broker: durableq.Broker, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jobs = broker.create_queue("jobs")
+    broker.create_schedule("s", "jobs", "cron(* * * * ? *)", "x")
+    broker.fire_due_schedules()
+    scheduled_times(jobs)
+    clock.advance(86_400)  # one day down (1,440 missed minutes); a month is 43,200
+    calls = 0
+    following = expressions.Cron.following
+
+    def counted(self: expressions.Cron, *args: object) -> int | None:
+        nonlocal calls
+        calls += 1
+        return following(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(expressions.Cron, "following", counted)
+    assert [s.scheduled_time for s in broker.fire_due_schedules().sent] == [T0 + timedelta(days=1)]
+    assert calls < 100  # the latest tick found without a step per missed minute

@@ -5,11 +5,13 @@ Each test is a finding, marked ``xfail(strict=True)`` until the library is fixed
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 import durableq
+from durableq import limits
 from durableq.schedules import expressions
 
 from .conftest import START, FakeClock
@@ -78,3 +80,22 @@ def test_catching_up_the_latest_cron_tick_does_not_walk_every_missed_minute(
     monkeypatch.setattr(expressions.Cron, "following", counted)
     assert [s.scheduled_time for s in broker.fire_due_schedules().sent] == [T0 + timedelta(days=1)]
     assert calls < 100  # the latest tick found without a step per missed minute
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="adversary 33: catch_up='all' with a tick that cannot be sent (queue deleted) skips every "
+    "missed tick in one round, one transaction and one error line each: SCHEDULER_BATCH bounds only "
+    "ticks sent",
+)
+def test_a_round_of_failing_ticks_is_bounded_by_the_batch(
+    broker: durableq.Broker, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.ERROR, logger="durableq.schedules.firing")
+    broker.create_queue("jobs")
+    broker.create_schedule("s", "jobs", "rate(1 second)", "x", catch_up="all")
+    broker.delete_queue("jobs")
+    clock.advance(3 * limits.SCHEDULER_BATCH)
+    broker.fire_due_schedules()
+    skipped = caplog.text.count("could not be sent")
+    assert skipped <= limits.SCHEDULER_BATCH

@@ -99,3 +99,16 @@ def test_a_round_of_failing_ticks_is_bounded_by_the_batch(
     broker.fire_due_schedules()
     skipped = caplog.text.count("could not be sent")
     assert skipped <= limits.SCHEDULER_BATCH
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="adversary 33: create_schedule takes a body its queue can never accept (over "
+    "maximum_message_size with the two DurableQ.* attributes): every tick is then logged and skipped",
+)
+def test_a_body_too_large_for_the_queue_is_refused_when_the_schedule_is_made(
+    broker: durableq.Broker,
+) -> None:
+    broker.create_queue("jobs", maximum_message_size=1_024)
+    with pytest.raises(durableq.InvalidParameterValue):
+        broker.create_schedule("s", "jobs", "rate(1 minute)", "x" * 1_024)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -112,3 +113,24 @@ def test_a_body_too_large_for_the_queue_is_refused_when_the_schedule_is_made(
     broker.create_queue("jobs", maximum_message_size=1_024)
     with pytest.raises(durableq.InvalidParameterValue):
         broker.create_schedule("s", "jobs", "rate(1 minute)", "x" * 1_024)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="adversary 33: a scheduler opened without the keyring claims the ticks of an encrypted "
+    "queue and skips them (EncryptionError logged): a scheduler that has the keyring never sends them",
+)
+def test_a_scheduler_without_the_keyring_does_not_burn_an_encrypted_queues_ticks(
+    target: str, clock: FakeClock, tmp_path: Path
+) -> None:
+    ring = durableq.Keyring(tmp_path / "keys.json")
+    ring.create("orders")
+    with (
+        durableq.open(target, clock=clock, durability="normal", keyring=ring) as keyed,
+        durableq.open(target, clock=clock, durability="normal") as keyless,
+    ):
+        orders = keyed.create_queue("orders", kms_master_key_id="alias/orders")
+        keyed.create_schedule("s", "orders", "rate(1 minute)", "secret")
+        keyless.fire_due_schedules()  # cannot encrypt: the tick should stay for one that can
+        keyed.fire_due_schedules()
+        assert scheduled_times(orders) == [at(0)]

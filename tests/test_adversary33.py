@@ -15,7 +15,7 @@ import durableq
 from durableq import limits
 from durableq.schedules import expressions
 
-from .conftest import START, FakeClock
+from .conftest import START, FakeClock, sql_run
 
 T0 = datetime.fromtimestamp(START, UTC)  # 2027-01-15 08:00:00 UTC
 
@@ -134,3 +134,21 @@ def test_a_scheduler_without_the_keyring_does_not_burn_an_encrypted_queues_ticks
         keyless.fire_due_schedules()  # cannot encrypt: the tick should stay for one that can
         keyed.fire_due_schedules()
         assert scheduled_times(orders) == [at(0)]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="adversary 33: one schedule whose time zone this host cannot load (an older tzdata than the "
+    "host that made it) fails the whole round: every other schedule's tick waits behind it forever",
+)
+def test_one_schedule_this_host_cannot_read_does_not_stop_the_others(
+    broker: durableq.Broker, target: str
+) -> None:
+    jobs = broker.create_queue("jobs")
+    broker.create_schedule("a", "jobs", "rate(1 minute)", "a", timezone="Europe/Paris")
+    broker.create_schedule("b", "jobs", "rate(1 minute)", "b")
+    # as another host's tzdata wrote it: a zone name this host's tzdata does not have
+    sql_run(target, "UPDATE durableq_schedules SET timezone = 'America/Nowhere_New' WHERE name = 'a'")
+    sent = broker.fire_due_schedules().sent
+    assert [s.schedule for s in sent] == ["b"]
+    assert [m.body for m in jobs.receive(10)] == ["b"]

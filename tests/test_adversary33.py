@@ -187,3 +187,19 @@ def test_a_change_or_a_resume_in_the_second_of_a_tick_does_not_send_it_again(
     broker.update_schedule("s", enabled=True)
     broker.fire_due_schedules()
     assert scheduled_times(jobs) == [at(0)]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="adversary 33: update_schedule(flexible_window=0) keeps the send time drawn in the old window: "
+    "the pending tick still goes out up to the old window late",
+)
+def test_a_narrower_flexible_window_applies_to_the_pending_tick(
+    broker: durableq.Broker, clock: FakeClock
+) -> None:
+    jobs = broker.create_queue("jobs")
+    broker.create_schedule("s", "jobs", "cron(0 9 * * ? *)", "x", flexible_window=limits.MAX_FLEXIBLE_WINDOW)
+    broker.update_schedule("s", flexible_window=0)  # from now on, each tick at its time
+    clock.advance(3_600)  # 09:00, the tick
+    broker.fire_due_schedules()
+    assert scheduled_times(jobs) == [at(3_600)]

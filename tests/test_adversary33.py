@@ -203,3 +203,25 @@ def test_a_narrower_flexible_window_applies_to_the_pending_tick(
     clock.advance(3_600)  # 09:00, the tick
     broker.fire_due_schedules()
     assert scheduled_times(jobs) == [at(3_600)]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="adversary 33: a PostgreSQL scheduler opened without a payload store claims the ticks of a "
+    "large-payload schedule and skips them; the scheduler that has the store never sends them",
+)
+def test_a_scheduler_without_a_payload_store_does_not_burn_large_ticks(
+    target: str, clock: FakeClock, db_path: Path
+) -> None:
+    if not target.startswith("postgresql://"):
+        pytest.skip("SQLite keeps large payloads beside the file: every scheduler has the store")
+    store = f"{db_path}.payloads"
+    with (
+        durableq.open(target, clock=clock, durability="normal", payload_dir=store) as stored,
+        durableq.open(target, clock=clock, durability="normal") as storeless,
+    ):
+        big = stored.create_queue("big", large_payloads=True, maximum_message_size=1_024)
+        stored.create_schedule("s", "big", "rate(1 minute)", "y" * 5_000)
+        storeless.fire_due_schedules()  # cannot store the payload: the tick should stay
+        stored.fire_due_schedules()
+        assert scheduled_times(big) == [at(0)]

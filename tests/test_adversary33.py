@@ -225,3 +225,44 @@ def test_a_scheduler_without_a_payload_store_does_not_burn_large_ticks(
         storeless.fire_due_schedules()  # cannot store the payload: the tick should stay
         stored.fire_due_schedules()
         assert scheduled_times(big) == [at(0)]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="adversary 33: the claim guards on (name, version) and a new schedule starts at version 0: a "
+    "schedule deleted and made again between a round's read and its claim is claimed with the old row's "
+    "version, and the deleted definition's body is sent (ABA)",
+)
+def test_a_schedule_deleted_and_made_again_mid_round_is_not_sent_as_the_old_one(
+    target: str, clock: FakeClock
+) -> None:
+    with (
+        durableq.open(target, clock=clock, durability="normal") as firing,
+        durableq.open(target, clock=clock, durability="normal") as user,
+    ):
+        jobs = user.create_queue("jobs")
+        user.create_schedule("a", "jobs", "rate(1 minute)", "a")
+        clock.advance(1)
+        user.create_schedule("b", "jobs", "rate(1 minute)", "old b")
+
+        class RemakeB(logging.Handler):
+            """After the round sends a's tick (and before it claims b's): b deleted and made anew."""
+
+            def emit(self, record: logging.LogRecord) -> None:
+                if record.getMessage().startswith("schedule a: sent tick"):
+                    user.delete_schedule("b")
+                    user.create_schedule("b", "jobs", "rate(1 hour)", "new b", start=T0 + timedelta(days=1))
+
+        hook = RemakeB()
+        logger = logging.getLogger("durableq.schedules.firing")
+        logger.addHandler(hook)
+        level = logger.level
+        logger.setLevel(logging.INFO)
+        try:
+            firing.fire_due_schedules()
+        finally:
+            logger.removeHandler(hook)
+            logger.setLevel(level)
+        bodies = sorted(m.body for m in jobs.receive(10))
+        assert bodies == ["a"]  # not "old b": that schedule was deleted before its tick was claimed
+        assert user.get_schedule("b").next_fire == T0 + timedelta(days=1)

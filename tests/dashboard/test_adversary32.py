@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.cookiejar
 import http.server
 import re
+import socket
 import threading
 import urllib.error
 import urllib.request
@@ -204,3 +205,24 @@ def test_the_audit_page_shows_the_newest_calls_of_a_long_trail(served: Served) -
     assert done.status == 303
     page = served.request("GET", "/audit?action=PurgeQueue", headers=headers)
     assert page.status == 200 and 'data-action="PurgeQueue"' in page.body
+
+
+@pytest.mark.sqlite_only("where it listens, before any database read")
+@pytest.mark.xfail(strict=True, reason="adversary 32: an empty host serves on every interface")
+def test_an_empty_host_is_refused_not_every_interface(traffic: str) -> None:
+    """``--host "$DASHBOARD_HOST"`` with the variable unset: ``""`` is the wildcard address to the
+    socket layer, so the dashboard listens on every interface of the machine (the network, not
+    this machine only, as the default promises) and prints the address ``http://:PORT/?token=...``,
+    which opens nothing."""
+    try:
+        running = dashboard.start(traffic, host="", port=0)
+    except durableq.InvalidParameterValue:
+        return
+    with running:
+        assert "http://:" not in running.url
+        port = int(running.url.split(":")[2].split("/")[0])
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            # Another address of this machine than the loopback one: 127.0.0.2 is loopback too, but
+            # not the address the default listens on.
+            reached = probe.connect_ex(("127.0.0.2", port)) == 0
+        assert not reached, "listening on every interface"

@@ -8,7 +8,9 @@ import sys
 import threading
 
 import pytest
+from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, TraceState
 
 import durableq
 from durableq.otel import DurableqInstrumentor
@@ -88,3 +90,17 @@ def test_instrument_from_several_threads_at_once_wraps_once() -> None:
     finally:
         sys.setswitchinterval(previous)
     assert left is original
+
+
+@pytest.mark.xfail(
+    strict=True, reason="adversary 32: instrumenting overwrites the caller's own 'tracestate' attribute"
+)
+def test_instrumenting_never_changes_an_attribute_the_caller_sent(queue: durableq.Queue) -> None:
+    """Only a ``traceparent`` already there is kept; a ``tracestate`` attribute of the caller's own
+    (without a ``traceparent``) is replaced by the current span's trace state: the message stored
+    is not the message sent, and the send said nothing."""
+    vendor = SpanContext(0x1234, 0x5678, True, TraceFlags(TraceFlags.SAMPLED), TraceState([("vendor", "x")]))
+    with recording(), trace.use_span(NonRecordingSpan(vendor)):
+        queue.send("hi", attributes={"tracestate": "the caller's own", "k": "v"})
+    [message] = queue.receive()
+    assert message.attributes["tracestate"].value == "the caller's own"

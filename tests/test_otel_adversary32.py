@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, TraceState
 
 import durableq
-from durableq.otel import DurableqInstrumentor
+from durableq.otel import _WRAPPED, DurableqInstrumentor
 from tests.otel_support import recording
 
 SIZE = 1024  # the smallest maximum_message_size SQS allows
@@ -61,11 +61,14 @@ def test_instrument_from_several_threads_at_once_wraps_once() -> None:
     """ "A second instrument() before uninstrument() does nothing": not when the two run at once
     (``BaseInstrumentor`` checks its flag, wraps, then sets it, with no lock).  Both wrap; the one
     ``uninstrument()`` takes one layer off, and durableq stays instrumented (every send still
-    makes a span and carries a context) while the application believes it off.  A race, so tried
-    until it shows (about one try in ten here; the loop stops at the first)."""
+    makes a span and carries a context) while the application believes it off; worse, the layer
+    left is a wrapper bound to no instance, which no later uninstrument() removes and under which a
+    later instrument() misreads the worker's arguments (a handler's failure is no longer recorded).
+    A race, so tried until it shows (about one try in ten here; the loop stops at the first)."""
     from durableq.handle import QueueHandle
 
     original = QueueHandle.__dict__["send"]
+    originals = [(owner, name, vars(owner)[name]) for owner, name, _ in _WRAPPED]
     previous = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)  # switch threads as often as possible: the window is a few statements
     try:
@@ -84,11 +87,13 @@ def test_instrument_from_several_threads_at_once_wraps_once() -> None:
             DurableqInstrumentor().uninstrument()
             left = QueueHandle.__dict__["send"]
             if left is not original:
-                while QueueHandle.__dict__["send"] is not original:  # leave the process as it was
-                    DurableqInstrumentor()._uninstrument()
                 break
     finally:
         sys.setswitchinterval(previous)
+        # Leave the process as it was: the originals back (uninstrument() cannot: after a double
+        # wrap it leaves the class a wrapper already bound to no instance).
+        for owner, name, function in originals:
+            setattr(owner, name, function)
     assert left is original
 
 

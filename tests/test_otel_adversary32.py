@@ -7,7 +7,6 @@ from __future__ import annotations
 import sys
 import threading
 
-import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, TraceState
@@ -56,7 +55,6 @@ def test_instrumenting_keeps_the_order_of_a_fifo_group_sent_in_one_batch(broker:
     assert _drain(traced) == ["m0", "xx", "m2"]
 
 
-@pytest.mark.xfail(strict=True, reason="adversary 32: instrument() from two threads at once wraps twice")
 def test_instrument_from_several_threads_at_once_wraps_once() -> None:
     """ "A second instrument() before uninstrument() does nothing": not when the two run at once
     (``BaseInstrumentor`` checks its flag, wraps, then sets it, with no lock).  Both wrap; the one
@@ -97,9 +95,6 @@ def test_instrument_from_several_threads_at_once_wraps_once() -> None:
     assert left is original
 
 
-@pytest.mark.xfail(
-    strict=True, reason="adversary 32: instrumenting overwrites the caller's own 'tracestate' attribute"
-)
 def test_instrumenting_never_changes_an_attribute_the_caller_sent(queue: durableq.Queue) -> None:
     """Only a ``traceparent`` already there is kept; a ``tracestate`` attribute of the caller's own
     (without a ``traceparent``) is replaced by the current span's trace state: the message stored

@@ -78,6 +78,9 @@ def start(
             f"{INSTALL_HINT}",
             name=exc.name,
         ) from exc
+    if not host.strip("[] "):
+        # The socket layer reads "" as every interface: an unset variable must not open the network.
+        raise InvalidParameterValue("host must be an address to listen on (127.0.0.1 by default); got ''")
     token = secrets.token_urlsafe(limits.DASHBOARD_TOKEN_BYTES) if token is None else _checked(token)
     broker = durableq.open(db, create=False, keyring=keyring, payload_dir=payload_dir, schema=schema)
     try:

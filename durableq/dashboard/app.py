@@ -8,6 +8,7 @@ keeps its own connection.
 
 from __future__ import annotations
 
+import hmac
 from datetime import UTC, datetime
 from importlib.resources import files
 from typing import Any
@@ -113,7 +114,9 @@ class Pages:
 
     async def act(self, request: Request) -> Response:
         form = await _form(request)
-        if form.get("csrf") != self.csrf or not same_origin(request.headers, request.url.scheme):
+        if not hmac.compare_digest(form.get("csrf", "").encode(), self.csrf.encode()) or not same_origin(
+            request.headers, request.url.scheme
+        ):
             return PlainTextResponse("403 Forbidden: not posted from the dashboard's own page", 403)
         name, action = request.path_params["name"], request.path_params["action"]
         if action not in ACTIONS:

@@ -82,7 +82,9 @@ class TokenGate:
         given = dict(query).get("token")
         if given is not None and _same(given, self._token):
             rest = urlencode([(k, v) for k, v in query if k != "token"])
-            response = RedirectResponse(scope["path"] + (f"?{rest}" if rest else ""), status_code=303)
+            # "/" + the path without its leading slashes: "//evil.example/" would leave the site.
+            path = "/" + scope["path"].lstrip("/")
+            response = RedirectResponse(path + (f"?{rest}" if rest else ""), status_code=303)
             response.set_cookie(name, self._cookie, httponly=True, samesite="strict", path="/")
             return response
         cookie = _cookie(headers, name)

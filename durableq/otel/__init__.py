@@ -18,6 +18,7 @@ started otherwise instruments in its ``process_initializer``.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Collection
 from typing import Any
 
@@ -63,6 +64,18 @@ class DurableqInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # opentelem
     OpenTelemetry instrumentor does.  One instance per process (``BaseInstrumentor`` makes it a
     singleton).
     """
+
+    #: ``BaseInstrumentor`` checks its flag, wraps, then sets the flag, with no lock: two threads
+    #: instrumenting at once would both wrap, and one ``uninstrument()`` would leave a layer behind.
+    _switching = threading.Lock()
+
+    def instrument(self, **kwargs: Any) -> None:
+        with self._switching:
+            super().instrument(**kwargs)
+
+    def uninstrument(self, **kwargs: Any) -> None:
+        with self._switching:
+            super().uninstrument(**kwargs)
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return ()  # durableq instruments itself: nothing else must be installed

@@ -46,9 +46,10 @@ def with_context(
     """``attributes`` plus the context of ``span`` (a new mapping; the caller's is not changed).
 
     Unchanged when they carry a ``traceparent`` already (the message was created elsewhere: a
-    relay, the endpoint), or when there is no room left for the context under SQS's 10 attributes.
+    relay, the endpoint), or a ``tracestate`` of the caller's own (never overwritten), or when there
+    is no room left for the context under SQS's 10 attributes.
     """
-    if attributes is not None and TRACEPARENT in attributes:
+    if attributes is not None and (TRACEPARENT in attributes or TRACESTATE in attributes):
         return attributes
     fields: dict[str, str] = {}
     _W3C.inject(fields, context=set_span_in_context(span))

@@ -208,7 +208,6 @@ def test_the_audit_page_shows_the_newest_calls_of_a_long_trail(served: Served) -
 
 
 @pytest.mark.sqlite_only("where it listens, before any database read")
-@pytest.mark.xfail(strict=True, reason="adversary 32: an empty host serves on every interface")
 def test_an_empty_host_is_refused_not_every_interface(traffic: str) -> None:
     """``--host "$DASHBOARD_HOST"`` with the variable unset: ``""`` is the wildcard address to the
     socket layer, so the dashboard listens on every interface of the machine (the network, not
@@ -226,3 +225,12 @@ def test_an_empty_host_is_refused_not_every_interface(traffic: str) -> None:
             # not the address the default listens on.
             reached = probe.connect_ex(("127.0.0.2", port)) == 0
         assert not reached, "listening on every interface"
+
+
+@pytest.mark.sqlite_only("the token's redirect, before any database read")
+def test_the_token_redirect_never_leaves_the_dashboard(served: Served) -> None:
+    """``//evil.example/?token=...`` (a path of two slashes): the redirect that drops the token goes
+    to a path of the dashboard, never to the protocol-relative ``//evil.example/``."""
+    answer = served.request("GET", f"//evil.example/?token={served.token}")
+    assert answer.status == 303 and answer.headers["location"].startswith("/")
+    assert not answer.headers["location"].startswith("//")

@@ -25,7 +25,7 @@ except ImportError as exc:
 from .driver import find_jdbc_jar
 from .events import AUDIT_SCHEMA, EVENT_STREAM_FORMAT, EVENT_TABLES, EVENTS_SCHEMA
 from .frames import COUNTERS, STATES
-from .incremental import committed_files, export_events, read_export
+from .incremental import committed_files, export_events, export_schema, read_export
 from .plot import write_activity_png
 from .reader import QueueAnalytics
 from .reports import Tables
@@ -68,6 +68,7 @@ __all__ = [
     "committed_files",
     "export_events",
     "export_parquet",
+    "export_schema",
     "find_jdbc_jar",
     "read_export",
     "register_event_stream",

@@ -61,10 +61,9 @@ class Killed:
 def run_and_kill(db: Path, out: Path, batch: int, moment: Moment, timeout: float = 600) -> Killed:
     """Start an export of ``db`` into ``out`` in a process of its own; SIGKILL it (and its JVM: the
     process group it leads) as soon as ``moment`` holds."""
-    env = {
-        **os.environ,
-        "SPARK_LOCAL_DIRS": str(out.parent / "spark-local"),
-    }  # its litter, in the test's folder
+    temp = out.parent / "tmp"  # its temp folder: Spark's scratch files go there (in a run folder)
+    temp.mkdir(exist_ok=True)
+    env = {**os.environ, "TMPDIR": str(temp)}
     child = subprocess.Popen(
         [sys.executable, "-m", "tests.analytics.export_kills", str(db), str(out), str(batch)],
         start_new_session=True,

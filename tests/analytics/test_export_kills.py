@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from durableq.analytics import committed_files, export_events
+from durableq.analytics import committed_files, export_events, scratch
 from durableq.analytics.incremental import committed_offset
 from tests.conftest import FakeClock
 
@@ -46,3 +46,8 @@ def test_a_killed_export_is_invisible_and_the_next_run_completes_it_once(
     ids = library_ids(db)
     assert batch_read(spark, out) == ids
     assert Counter(reader.ids) == Counter(ids)  # each once, across the kill
+    # The killed run's Spark scratch files: in its run folder, which the next run's sweep removes.
+    (left,) = (tmp_path / "tmp").glob(f"{scratch.PREFIX}*")
+    assert any(left.glob("blockmgr-*"))
+    assert scratch.sweep(tmp_path / "tmp") == [left] and not left.exists()
+    assert list((tmp_path / "tmp").iterdir()) == []  # nothing else was left there

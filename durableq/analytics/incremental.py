@@ -30,6 +30,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -54,6 +55,8 @@ LEGACY_CHECKPOINT = "_checkpoint.json"
 #: The partition columns of each exported table (``date``: the UTC date of ``at``).
 PARTITIONS = {"events": ("queue", "date"), "audit": ("date",)}
 _DAY_MS = 86_400_000
+#: How often a run collects the query's progress reports (its rows).
+_POLL_SECONDS = 1
 
 
 def export_table(
@@ -88,9 +91,19 @@ def export_table(
         .trigger(availableNow=True)
         .start()
     )
-    query.awaitTermination()
-    rows = sum(int(p["numInputRows"]) for p in query.recentProgress if p.get("batchId") is not None)
-    return {"table": table, "path": str(folder), "rows": rows, "checkpoint": committed_offset(folder)}
+    # Spark keeps the last 100 progress reports: collected as the query goes (a batch takes longer
+    # than the poll), so a big backlog's rows are all counted.
+    rows: dict[int, int] = {}
+    done = False
+    while not done:
+        done = bool(query.awaitTermination(_POLL_SECONDS))
+        rows.update((int(p["batchId"]), int(p["numInputRows"])) for p in query.recentProgress)
+    return {
+        "table": table,
+        "path": str(folder),
+        "rows": sum(rows.values()),
+        "checkpoint": committed_offset(folder),
+    }
 
 
 def export_events(
@@ -177,19 +190,17 @@ def committed_offset(folder: Path) -> int:
 def committed_files(folder: str | os.PathLike[str]) -> list[Path]:
     """The Parquet files of ``folder`` (a table's folder) that committed batches wrote: what a Parquet
     reader outside Spark should read (Spark reads ``_spark_metadata`` itself)."""
-    root = Path(folder)
-    log = root / SINK_LOG
-    files: dict[str, None] = {}
+    log = Path(folder) / SINK_LOG
+    files: dict[str, None] = {}  # in order, once (a compacted batch repeats the ones before it)
     for batch in _batches(log):
-        for line in (
-            (log / (str(batch) if (log / str(batch)).exists() else f"{batch}.compact"))
-            .read_text()
-            .splitlines()[1:]
-        ):
+        name = str(batch) if (log / str(batch)).exists() else f"{batch}.compact"
+        # Spark's log: a version line, then one JSON entry per file.
+        for line in (log / name).read_text().splitlines()[1:]:
             entry = json.loads(line)
             if entry.get("action", "add") == "add":
                 files[entry["path"]] = None
-    return [Path(path.removeprefix("file:")) for path in files]
+    # The log holds URIs (file:///...), their special characters quoted.
+    return [Path(unquote(urlsplit(uri).path)) for uri in files]
 
 
 def _batches(log: Path) -> list[int]:

@@ -28,8 +28,8 @@ def test_a_killed_export_is_invisible_and_the_next_run_completes_it_once(
     history_traffic.create(db, clock)
     history_traffic.traffic(db, clock, 0)
     reader = StreamReader(spark, out, tmp_path)
-    killed = run_and_kill(db, out, 40, MOMENTS["later-batch-planned"])
-    assert killed.seen  # killed mid-run: batches 0-2 were planned before it, batch 3 was under way
+    killed = run_and_kill(db, out, 40, MOMENTS["batch-planned"])
+    assert killed.seen  # killed mid-run: batch 0 committed, batch 1 under way
     committed = committed_offset(out / "events")
     ids = library_ids(db)
     assert 0 < committed < ids[-1]

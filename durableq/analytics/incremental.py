@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, StructField, StructType
@@ -96,7 +97,13 @@ def export_table(
     rows: dict[int, int] = {}
     done = False
     while not done:
-        done = bool(query.awaitTermination(_POLL_SECONDS))
+        try:
+            done = bool(query.awaitTermination(_POLL_SECONDS))
+        except StreamingQueryException as exc:
+            raise AnalyticsError(
+                f"the export of {table} into {folder} failed, after the batches it committed (run it "
+                f"again to go on from there): {str(exc).splitlines()[0]}"
+            ) from exc
         rows.update((int(p["batchId"]), int(p["numInputRows"])) for p in query.recentProgress)
     return {
         "table": table,

@@ -185,11 +185,13 @@ def check_source(path: str | os.PathLike[str], schema: str | None) -> str:
 
 
 def committed_offset(folder: Path) -> int:
-    """The last event id of the newest batch the export in ``folder`` committed (0: none yet)."""
-    commits = _batches(folder / CHECKPOINT / "commits")
-    if not commits:
+    """The last event id of the newest batch committed in ``folder``'s sink log: readers see the
+    events up to it (0: none yet).  (A run killed after the sink's commit but before the query's own
+    leaves the batch committed; the next run replays it and the sink skips it.)"""
+    committed = _batches(folder / SINK_LOG)
+    if not committed:
         return 0
-    lines = (folder / CHECKPOINT / "offsets" / str(commits[-1])).read_text().splitlines()
+    lines = (folder / CHECKPOINT / "offsets" / str(committed[-1])).read_text().splitlines()
     # Spark's offset log: a version line, the batch's metadata, then one line per source.
     return int(json.loads(lines[-1])["event_id"])
 

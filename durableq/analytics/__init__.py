@@ -25,11 +25,11 @@ except ImportError as exc:
 from .driver import find_jdbc_jar
 from .events import AUDIT_SCHEMA, EVENT_STREAM_FORMAT, EVENT_TABLES, EVENTS_SCHEMA
 from .frames import COUNTERS, STATES
-from .incremental import read_export
+from .incremental import committed_files, export_events, export_schema, read_export
 from .plot import write_activity_png
 from .reader import QueueAnalytics
 from .reports import Tables
-from .run import ALL, EXPORTED_TABLES, REPORT_NAMES, export_events, export_parquet, run_report, to_rows
+from .run import ALL, EXPORTED_TABLES, REPORT_NAMES, export_parquet, run_report, to_rows
 from .snapshot import Snapshot
 from .window import TimeWindow
 
@@ -65,8 +65,10 @@ __all__ = [
     "SparkExtraMissing",
     "Tables",
     "TimeWindow",
+    "committed_files",
     "export_events",
     "export_parquet",
+    "export_schema",
     "find_jdbc_jar",
     "read_export",
     "register_event_stream",

@@ -1,130 +1,231 @@
-"""Incremental export: append the events written since the last run to Parquet, safe to re-run.
+"""Incremental export: append the events written since the last run to Parquet, exactly once for
+readers, safe to kill at any moment.
 
-Under the export folder, each table has its own folder and checkpoint::
+Each table is the Parquet sink of a Structured Streaming query from the ``durableq-events`` source
+(:mod:`.stream`), run with ``trigger(availableNow=True)``: it reads the events after the last
+committed offset up to the newest of the moment it starts, in micro-batches, and stops::
 
-    DIR/events/queue=orders/date=2026-11-22/run-00000000000000000042-00000.parquet
-    DIR/events/_checkpoint.json      {"last_event_id": 97, ...}
-    DIR/audit/date=2026-11-22/run-...parquet
-    DIR/audit/_checkpoint.json
+    DIR/events/queue=orders/date=2026-11-22/part-00000-<uuid>.c000.snappy.parquet
+    DIR/events/_spark_metadata/0, 1, ...    the sink's commit log: the files of each committed batch
+    DIR/events/_checkpoint/offsets, commits  the query's checkpoint: each batch's event-id range
+    DIR/audit/date=2026-11-22/part-...parquet
+    DIR/audit/_spark_metadata, _checkpoint
 
-A run of one table, with checkpoint C (0 before the first run):
-
-1. deletes what a crashed run may have left: the staging folder, and every part file whose run id
-   (the first event id the run could export, C' + 1 for its checkpoint C') is above C;
-2. takes the newest event id M of a snapshot and writes the events in (C, M] with Spark to staging;
-3. moves each part file into its partition folder, named after the run id C + 1;
-4. writes M as the new checkpoint (a temporary file, fsync, rename), then removes staging.
-
-A crash before step 4 leaves C in place, so the next run removes the files of step 3 and exports
-(C, M'] again; after step 4 the files are the run's for good.  Ids only grow and are never reused,
-and a snapshot is settled (no event at or below its highest id is still to commit; on PostgreSQL,
-where writes commit side by side, taking it waits for the writes under way), so (C, M] of a later
-snapshot holds every event written since.  Events swept by their queue's
-``history_retention`` before a run are not in any snapshot: export more often than that.
+Why Spark's file sink, not our own renames: its commit protocol is one that readers already
+honour.  A batch writes new files under new names (never one rewritten), then commits by writing
+the batch's entry into ``_spark_metadata``; a reader that reads the folder with Spark (a batch read,
+or a file-stream source downstream) reads the files that log lists, and nothing else.  So a run
+killed mid-batch leaves files no Spark reader sees; the next run replays the batch recorded in
+its ``offsets`` (the same event-id range, into new files) and commits it once.  The offsets are
+event ids read as every resuming reader of the library reads them (a settled snapshot: on
+PostgreSQL, a send that commits after a later one is never passed over).  Readers outside Spark
+(pyarrow, pandas, DuckDB) must read the files ``_spark_metadata`` lists, or may see a killed
+batch's files: :func:`committed_files` lists them.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
-import shutil
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, StructField, StructType
 
-from ..engines.files import fsync_path
+from .. import limits, validation
+from ..engines.location import file_of, open_database, require_file
+from ..errors import InvalidParameterValue, NotADurableQDatabase
+from .driver import driver_of
 from .errors import AnalyticsError
-from .events import AUDIT_SCHEMA, EVENT_TABLES, EVENTS_SCHEMA, last_event_id, read_event_table
-from .reader import QueueAnalytics
-from .window import EVERYTHING
+from .events import AUDIT_SCHEMA, EVENT_STREAM_FORMAT, EVENT_TABLES, EVENTS_SCHEMA
+from .session import plan_session, start_session
 
-CHECKPOINT = "_checkpoint.json"
-STAGING = "_staging"
+Rows = list[dict[str, Any]]
+
+#: The query's checkpoint folder, inside the table's folder (``_``: Parquet readers skip it).
+CHECKPOINT = "_checkpoint"
+#: The file sink's commit log (Spark's name).
+SINK_LOG = "_spark_metadata"
+#: The checkpoint file of the export of durableq 0.x (renamed part files): refused, see below.
+LEGACY_CHECKPOINT = "_checkpoint.json"
 #: The partition columns of each exported table (``date``: the UTC date of ``at``).
 PARTITIONS = {"events": ("queue", "date"), "audit": ("date",)}
-_PART = re.compile(r"^run-(\d{20})-\d{5}\.parquet$")
 _DAY_MS = 86_400_000
-
-#: Called with each step's name ("staged", "moved", "checkpoint"); for tests that crash a run.
-Hook = Callable[[str], None]
-
-
-def read_checkpoint(folder: Path) -> int:
-    """The last event id exported into ``folder`` (0 before the first run)."""
-    path = folder / CHECKPOINT
-    if not path.exists():
-        return 0
-    try:
-        value = json.loads(path.read_text())["last_event_id"]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise AnalyticsError(f"the checkpoint {path} is not one durableq wrote; remove the export") from exc
-    if not isinstance(value, int) or value < 0:
-        raise AnalyticsError(f"the checkpoint {path} holds {value!r}, not an event id; remove the export")
-    return value
-
-
-def write_checkpoint(folder: Path, last_event_id: int, source: Path | str) -> None:
-    """Replace ``folder``'s checkpoint atomically: a temporary file, fsync, rename, fsync of the folder."""
-    record = {
-        "last_event_id": last_event_id,
-        "source": str(source),
-        "written_at": datetime.now(UTC).isoformat(),
-    }
-    temporary = folder / f"{CHECKPOINT}.tmp"
-    with open(temporary, "w") as file:
-        json.dump(record, file)
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(temporary, folder / CHECKPOINT)
-    fsync_path(folder)
-
-
-def recover(folder: Path, checkpoint: int) -> int:
-    """Remove what a run that did not reach its checkpoint left behind; how many part files went."""
-    shutil.rmtree(folder / STAGING, ignore_errors=True)
-    removed = 0
-    for part in folder.rglob("run-*.parquet"):
-        match = _PART.match(part.name)
-        if match and int(match[1]) > checkpoint:
-            part.unlink()
-            removed += 1
-    return removed
+#: How often a run collects the query's progress reports (its rows).
+_POLL_SECONDS = 1
 
 
 def export_table(
-    analytics: QueueAnalytics, table: str, folder: Path, *, hook: Hook | None = None
+    spark: SparkSession,
+    source: str,
+    table: str,
+    folder: Path,
+    *,
+    schema: str | None = None,
+    batch: int | None = None,
 ) -> dict[str, Any]:
-    """Append ``table``'s events after ``folder``'s checkpoint; a row ``{table, path, rows, checkpoint}``."""
+    """Append ``table``'s events after ``folder``'s last committed batch; a row
+    ``{table, path, rows, checkpoint}`` (``rows`` appended by this run, ``checkpoint`` the last event
+    id committed).  ``source``: the database's absolute path, or its URL (and ``schema``)."""
+    from .stream import register
+
     folder.mkdir(parents=True, exist_ok=True)
-    checkpoint = read_checkpoint(folder)
-    recover(folder, checkpoint)
-    newest = last_event_id(analytics._open_snapshot(), table)
-    if newest < checkpoint:
-        raise AnalyticsError(
-            f"{folder} was exported up to event {checkpoint}, but the newest event of {analytics.source} "
-            f"is {newest}: is this the export of another file? Export into a new folder"
-        )
-    row = {"table": table, "path": str(folder), "rows": 0, "checkpoint": newest}
-    if newest == checkpoint:
-        return row
-    frame = read_event_table(analytics.spark, analytics._open_snapshot(), table, EVERYTHING, after=checkpoint)
-    frame = frame.where(F.col("event_id") <= F.lit(newest)).withColumn("date", _utc_date())
-    staging = folder / STAGING
-    frame.write.partitionBy(*PARTITIONS[table]).parquet(str(staging.resolve()))
-    _step(hook, "staged")
-    moved = _move_parts(staging, folder, checkpoint + 1, hook)
+    _refuse_legacy(folder)
+    register(spark)
+    reader = spark.readStream.format(EVENT_STREAM_FORMAT).option("path", source).option("table", table)
+    if schema is not None:
+        reader = reader.option("schema", schema)
+    if batch is not None:
+        reader = reader.option("maxEventsPerBatch", batch)
+    frame = reader.load().withColumn("date", _utc_date())
     # Absolute: the JVM resolves a relative path against its own working folder.
-    row["rows"] = analytics.spark.read.parquet(*(str(p.resolve()) for p in moved)).count() if moved else 0
-    _step(hook, "checkpoint")
-    write_checkpoint(folder, newest, analytics.source)
-    shutil.rmtree(staging, ignore_errors=True)
-    return row
+    query = (
+        frame.writeStream.format("parquet")
+        .partitionBy(*PARTITIONS[table])
+        .option("path", str(folder.resolve()))
+        .option("checkpointLocation", str((folder / CHECKPOINT).resolve()))
+        .trigger(availableNow=True)
+        .start()
+    )
+    # Spark keeps the last 100 progress reports: collected as the query goes (a batch takes longer
+    # than the poll), so a big backlog's rows are all counted.
+    rows: dict[int, int] = {}
+    done = False
+    while not done:
+        try:
+            done = bool(query.awaitTermination(_POLL_SECONDS))
+        except StreamingQueryException as exc:
+            raise AnalyticsError(
+                f"the export of {table} into {folder} failed, after the batches it committed (run it "
+                f"again to go on from there): {str(exc).splitlines()[0]}"
+            ) from exc
+        rows.update((int(p["batchId"]), int(p["numInputRows"])) for p in query.recentProgress)
+    return {
+        "table": table,
+        "path": str(folder),
+        "rows": sum(rows.values()),
+        "checkpoint": committed_offset(folder),
+    }
+
+
+def export_events(
+    path: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    *,
+    tables: tuple[str, ...] = EVENT_TABLES,
+    master: str | None = None,
+    jar: str | os.PathLike[str] | None = None,
+    clock: Callable[[], float] | None = None,
+    spark: SparkSession | None = None,
+    partitions: int | None = None,
+    snapshot_dir: str | os.PathLike[str] | None = None,
+    schema: str | None = None,
+    batch: int | None = None,
+) -> Rows:
+    """Append the events written since the last run to Parquet under ``out_dir`` (a local folder).
+
+    ``tables``: ``events`` (message history, partitioned by ``queue`` and ``date``) and/or ``audit``
+    (the audit trail, by ``date``), each in its folder, the Parquet sink of an ``availableNow``
+    streaming query with its checkpoint; see :mod:`durableq.analytics.incremental`.  Safe to kill and
+    re-run at any point: readers (Spark's, through the sink's ``_spark_metadata``) never see a file
+    of an unfinished batch, and get each event once.  Returns one row per table: ``{"table", "path",
+    "rows", "checkpoint"}`` (``rows`` appended by this run, ``checkpoint`` the last event id
+    committed).  ``batch``: events per micro-batch at most (default 100,000).  ``master``, ``jar`` and
+    ``spark`` choose the session as :meth:`QueueAnalytics.open` does; nothing is copied (the events
+    are read from the live database, through the library), so ``clock``, ``partitions`` and
+    ``snapshot_dir`` do not apply.
+    """
+    del clock, partitions, snapshot_dir  # kept for callers of the snapshot-based export
+    unknown = [t for t in tables if t not in EVENT_TABLES]
+    if unknown or not tables:
+        raise InvalidParameterValue(f"tables must be some of {', '.join(EVENT_TABLES)}; got {list(tables)}")
+    if "://" in str(out_dir):
+        raise InvalidParameterValue(
+            f"the incremental export writes to a local (or mounted) folder, not {out_dir}: "
+            "it keeps its checkpoint there"
+        )
+    if spark is not None and (master is not None or jar is not None):
+        raise InvalidParameterValue("give either spark or master/jar: a given session keeps its own")
+    base = Path(out_dir)
+    if base.exists() and not base.is_dir():
+        raise AnalyticsError(f"{base} exists and is not a folder")
+    source = check_source(path, schema)
+    owns = False
+    if spark is None:
+        spark, owns = start_session(plan_session(master, jar, driver_of(path)))
+    try:
+        return [export_table(spark, source, t, base / t, schema=schema, batch=batch) for t in tables]
+    finally:
+        if owns:
+            spark.stop()
+
+
+def check_source(path: str | os.PathLike[str], schema: str | None) -> str:
+    """``path`` as Spark's workers open it (a file's absolute path, or the URL), checked here first:
+    a durableq database this code reads (the workers would only fail inside a Spark job)."""
+    file = file_of(path)
+    if file is not None and schema is not None:
+        raise InvalidParameterValue(f"schema applies to a PostgreSQL database, not the file {path}")
+    if file is None:
+        schema = validation.schema_name(schema or limits.DEFAULT_POSTGRES_SCHEMA)
+    else:
+        require_file(path)
+    database = open_database(path, "normal", limits.DEFAULT_BUSY_TIMEOUT, create=False, schema=schema)
+    try:
+        if database.revision() is None:
+            raise NotADurableQDatabase(f"{database.name} holds no durableq tables")
+    finally:
+        database.close()
+    return str(path) if file is None else str(file.resolve())
+
+
+def committed_offset(folder: Path) -> int:
+    """The last event id of the newest batch committed in ``folder``'s sink log: readers see the
+    events up to it (0: none yet).  (A run killed after the sink's commit but before the query's own
+    leaves the batch committed; the next run replays it and the sink skips it.)"""
+    committed = _batches(folder / SINK_LOG)
+    if not committed:
+        return 0
+    lines = (folder / CHECKPOINT / "offsets" / str(committed[-1])).read_text().splitlines()
+    # Spark's offset log: a version line, the batch's metadata, then one line per source.
+    return int(json.loads(lines[-1])["event_id"])
+
+
+def committed_files(folder: str | os.PathLike[str]) -> list[Path]:
+    """The Parquet files of ``folder`` (a table's folder) that committed batches wrote: what a Parquet
+    reader outside Spark should read (Spark reads ``_spark_metadata`` itself)."""
+    log = Path(folder) / SINK_LOG
+    files: dict[str, None] = {}  # in order, once (a compacted batch repeats the ones before it)
+    for batch in _batches(log):
+        name = str(batch) if (log / str(batch)).exists() else f"{batch}.compact"
+        # Spark's log: a version line, then one JSON entry per file.
+        for line in (log / name).read_text().splitlines()[1:]:
+            entry = json.loads(line)
+            if entry.get("action", "add") == "add":
+                files[entry["path"]] = None
+    # The log holds URIs (file:///...), their special characters quoted.
+    return [Path(unquote(urlsplit(uri).path)) for uri in files]
+
+
+def _batches(log: Path) -> list[int]:
+    """The batch ids of one of Spark's logs (files named ``N`` or ``N.compact``), in order."""
+    if not log.is_dir():
+        return []
+    return sorted({int(p.name.split(".")[0]) for p in log.iterdir() if p.name.split(".")[0].isdigit()})
+
+
+def _refuse_legacy(folder: Path) -> None:
+    if (folder / LEGACY_CHECKPOINT).exists():
+        raise AnalyticsError(
+            f"{folder} holds an export of an earlier durableq (run-*.parquet files and {LEGACY_CHECKPOINT}), "
+            "which this one does not append to: export into a new folder (the old one stays readable as "
+            "plain Parquet)"
+        )
 
 
 def _utc_date() -> Any:
@@ -132,33 +233,18 @@ def _utc_date() -> Any:
     return F.date_from_unix_date(F.floor(F.unix_millis("at") / F.lit(_DAY_MS)).cast("int"))
 
 
-def _step(hook: Hook | None, name: str) -> None:
-    if hook is not None:
-        hook(name)
-
-
-def _move_parts(staging: Path, folder: Path, run_id: int, hook: Hook | None) -> list[Path]:
-    """Move the staged part files into their partition folders, named after ``run_id``; where they went."""
-    moved = []
-    for number, part in enumerate(sorted(staging.rglob("part-*.parquet"))):
-        target = folder / part.parent.relative_to(staging) / f"run-{run_id:020d}-{number:05d}.parquet"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(part, target)
-        moved.append(target)
-        _step(hook, "moved")
-    for partition in {target.parent for target in moved}:
-        fsync_path(partition)
-    return moved
-
-
 def read_export(spark: SparkSession, folder: str | os.PathLike[str], table: str = "events") -> DataFrame:
-    """Read back what the incremental export wrote into ``folder`` (the table's folder).
+    """Read back what the incremental export committed into ``folder`` (the table's folder).
 
-    The schema is given, so a partition value such as ``queue=2024`` stays a string.
+    Spark reads the sink's commit log, so files of a killed run are not read.  The schema is given,
+    so a partition value such as ``queue=2024`` stays a string.
     """
     if table not in EVENT_TABLES:
         raise AnalyticsError(f"unknown table {table!r}; choose one of {', '.join(EVENT_TABLES)}")
+    return spark.read.schema(export_schema(table)).parquet(str(Path(folder).resolve()))
+
+
+def export_schema(table: str) -> StructType:
+    """The columns of an exported table: the table's, and ``date`` (a stream reader gives it)."""
     base = EVENTS_SCHEMA if table == "events" else AUDIT_SCHEMA
-    schema = StructType([*base.fields, StructField("date", DateType())])
-    path = str(Path(folder).resolve())
-    return spark.read.schema(schema).option("basePath", path).parquet(path)
+    return StructType([*base.fields, StructField("date", DateType())])

@@ -20,11 +20,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampType
 
-from ..errors import InvalidParameterValue
 from ..types import datetime_from_ms
 from .errors import AnalyticsError
-from .events import EVENT_TABLES
-from .incremental import Hook, export_table
 from .plot import write_activity_png
 from .reader import QueueAnalytics
 from .reports import REPORTS, check_name
@@ -162,56 +159,6 @@ def export_parquet(
                 _refuse_existing([targets[table]], exc)
             written.append({"table": table, "path": targets[table], "rows": frame.count()})
     return written
-
-
-def export_events(
-    path: str | os.PathLike[str],
-    out_dir: str | os.PathLike[str],
-    *,
-    tables: tuple[str, ...] = EVENT_TABLES,
-    master: str | None = None,
-    jar: str | os.PathLike[str] | None = None,
-    clock: Callable[[], float] | None = None,
-    spark: SparkSession | None = None,
-    partitions: int | None = None,
-    snapshot_dir: str | os.PathLike[str] | None = None,
-    hook: Hook | None = None,
-    schema: str | None = None,
-) -> Rows:
-    """Append the events written since the last run to Parquet under ``out_dir`` (a local folder).
-
-    ``tables``: ``events`` (message history, partitioned by ``queue`` and ``date``) and/or ``audit``
-    (the audit trail, by ``date``), each in its folder with its own checkpoint; see
-    :mod:`durableq.analytics.incremental`.  Safe to re-run after a crash at any point: no event is
-    written twice or skipped.  Returns one row per table: ``{"table", "path", "rows", "checkpoint"}``
-    (``rows`` appended by this run, ``checkpoint`` the last event id exported).  ``hook`` is called
-    with the name of each step (for tests).  The other arguments are those of :meth:`QueueAnalytics.open`.
-    """
-    unknown = [t for t in tables if t not in EVENT_TABLES]
-    if unknown or not tables:
-        raise InvalidParameterValue(f"tables must be some of {', '.join(EVENT_TABLES)}; got {list(tables)}")
-    if "://" in str(out_dir):
-        raise InvalidParameterValue(
-            f"the incremental export writes to a local (or mounted) folder, not {out_dir}: "
-            "it renames files and keeps its checkpoint there"
-        )
-    base = Path(out_dir)
-    if base.exists() and not base.is_dir():
-        raise AnalyticsError(f"{base} exists and is not a folder")
-    with (
-        QueueAnalytics.open(
-            path,
-            spark=spark,
-            master=master,
-            jdbc_jar=jar,
-            clock=clock,
-            partitions=partitions,
-            snapshot_dir=snapshot_dir,
-            schema=schema,
-        ) as analytics,
-        explained(analytics),
-    ):
-        return [export_table(analytics, table, base / table, hook=hook) for table in tables]
 
 
 #: What the SQLite driver says when an executor cannot open the copy, and what that means here.

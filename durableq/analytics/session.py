@@ -10,6 +10,7 @@ pick the master (``local[*]`` unless told) and the application name.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import sys
@@ -19,6 +20,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from ..errors import InvalidParameterValue
+from . import scratch
 from .driver import SQLITE, Driver, find_jdbc_jar
 from .errors import JdbcDriverNotFound
 
@@ -126,6 +128,11 @@ def start_session(plan: SessionPlan) -> tuple[SparkSession, bool]:
     builder = builder.config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
     for key, value in SESSION_CONF.items():
         builder = builder.config(key, value)
+    # Spark's scratch files (shuffle blocks, its Python files) in a run folder of their own, which
+    # the next run removes if this process is killed before Spark removes them (see .scratch).
+    local = scratch.run_folder(None)
+    atexit.register(scratch.remove, local)
+    builder = builder.config("spark.local.dir", str(local))
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     return session, True

@@ -13,6 +13,7 @@ for it and adds what Spark needs besides: the JDBC driver.
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -26,6 +27,7 @@ from ..engines.location import file_of, open_database
 from ..errors import InvalidParameterValue
 from ..limits import DEFAULT_POSTGRES_SCHEMA
 from ..types import datetime_from_ms
+from . import scratch
 from .driver import Driver, driver_of
 from .errors import AnalyticsError
 
@@ -34,9 +36,11 @@ class Snapshot:
     """One committed state of a durableq database (``source``), taken at ``now_ms``: what Spark's
     JDBC reads see, whatever is written meanwhile.  Close it when done."""
 
-    def __init__(self, exported: ExportedSnapshot, driver: Driver) -> None:
+    def __init__(self, exported: ExportedSnapshot, driver: Driver, folder: Path | None = None) -> None:
         self._exported = exported
         self._driver = driver
+        # The run folder the copy is in (see .scratch): removed with the snapshot, or at exit.
+        self._folder = None if folder is None else weakref.finalize(self, scratch.remove, folder)
 
     def __repr__(self) -> str:
         return f"<durableq.analytics.Snapshot of {str(self.source)!r} at {self.taken_at.isoformat()}>"
@@ -89,6 +93,8 @@ class Snapshot:
     def close(self) -> None:
         """Let the snapshot go (remove the copy, or end the exporting transaction)."""
         self._exported.close()
+        if self._folder is not None:
+            self._folder()
 
     def query(self, sql: str, parameters: Mapping[str, object] | None = None) -> list[tuple[Any, ...]]:
         """Rows of one query (in the snapshot's :attr:`dialect`) on the snapshot, in this process
@@ -113,7 +119,8 @@ def take(
 ) -> Snapshot:
     """A snapshot of ``source`` (a SQLite file, or a PostgreSQL URL), taken by its engine.
 
-    A file is copied into a new folder under ``directory`` (default: the system temp folder; see
+    A file is copied into a new run folder under ``directory`` (default: the system temp folder; see
+    :mod:`.scratch`, which first removes the folders of killed runs there, and
     ``durableq.engines.sqlite.copies.copy_for_readers`` for the permissions); on PostgreSQL nothing is
     copied and ``directory`` does not apply; ``schema`` is the one of durableq's tables there (checked
     as :func:`durableq.open` checks it).
@@ -129,8 +136,13 @@ def take(
         None if file_of(source) is not None else validation.schema_name(schema or DEFAULT_POSTGRES_SCHEMA)
     )
     database = open_database(source, "normal", limits.DEFAULT_BUSY_TIMEOUT, create=False, schema=schema)
+    folder = None if file_of(source) is None else scratch.run_folder(directory)
     try:
-        exported = database.export_snapshot(clock, directory)
+        exported = database.export_snapshot(clock, directory if folder is None else folder)
+    except BaseException:
+        if folder is not None:
+            scratch.remove(folder)
+        raise
     finally:
         database.close()
-    return Snapshot(exported, driver_of(source))
+    return Snapshot(exported, driver_of(source), folder)

@@ -140,15 +140,16 @@ def test_a_given_snapshot_dir_lets_other_users_open_the_copy_by_name(
 ) -> None:
     with QueueAnalytics.open(world.path, spark=spark, clock=world.clock, snapshot_dir=tmp_path) as analytics:
         copy = analytics.snapshot_path
-        assert copy.parent.parent == tmp_path
-        # Others may enter the folder (not list it) and read the copy; the folder given decides who may.
-        assert mode(copy.parent) == limits.SNAPSHOT_SHARED_DIR_MODE == 0o711
+        run = copy.parent.parent  # the run's folder (see durableq.analytics.scratch)
+        assert run.parent == tmp_path
+        # Others may enter the folders (not list them) and read the copy; the folder given decides who may.
+        assert mode(run) == mode(copy.parent) == limits.SNAPSHOT_SHARED_DIR_MODE == 0o711
         assert mode(copy) == limits.SNAPSHOT_FILE_MODE == 0o444
 
 
 def test_without_a_snapshot_dir_the_copy_is_private(spark: SparkSession, world: scenario.Scenario) -> None:
     with QueueAnalytics.open(world.path, spark=spark, clock=world.clock) as analytics:
-        assert mode(analytics.snapshot_path.parent) == 0o700
+        assert mode(analytics.snapshot_path.parent.parent) == 0o700  # the run's folder
 
 
 def test_a_missing_snapshot_dir_is_an_error(

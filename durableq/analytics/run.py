@@ -9,7 +9,7 @@ started it).  Results are plain Python: lists of row dicts whose values are
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -54,6 +54,8 @@ def run_report(
     since: datetime | None = None,
     until: datetime | None = None,
     schema: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    verbose: bool = False,
 ) -> dict[str, Rows]:
     """Run one report (a name of :data:`REPORT_NAMES`) or ``"all"`` over a snapshot of ``path``.
 
@@ -78,6 +80,8 @@ def run_report(
             since=since,
             until=until,
             schema=schema,
+            conf=conf,
+            verbose=verbose,
         ) as analytics,
         explained(analytics),
     ):
@@ -112,6 +116,8 @@ def export_parquet(
     since: datetime | None = None,
     until: datetime | None = None,
     schema: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    verbose: bool = False,
 ) -> Rows:
     """Write a snapshot's tables as Parquet under ``out_dir`` (a path or a URL Spark can write).
 
@@ -140,6 +146,8 @@ def export_parquet(
             since=since,
             until=until,
             schema=schema,
+            conf=conf,
+            verbose=verbose,
         ) as analytics,
         explained(analytics),
     ):
@@ -177,6 +185,8 @@ def export_events(
     snapshot_dir: str | os.PathLike[str] | None = None,
     hook: Hook | None = None,
     schema: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    verbose: bool = False,
 ) -> Rows:
     """Append the events written since the last run to Parquet under ``out_dir`` (a local folder).
 
@@ -208,6 +218,8 @@ def export_events(
             partitions=partitions,
             snapshot_dir=snapshot_dir,
             schema=schema,
+            conf=conf,
+            verbose=verbose,
         ) as analytics,
         explained(analytics),
     ):

@@ -9,6 +9,7 @@ started it).  Results are plain Python: lists of row dicts whose values are
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
@@ -83,7 +84,7 @@ def run_report(
             conf=conf,
             verbose=verbose,
         ) as analytics,
-        explained(analytics),
+        explained(analytics, out_dir),
     ):
         about = {"source": str(analytics.source), "taken_at": analytics.taken_at}
         result: dict[str, Rows] = {"snapshot": [about]}
@@ -149,7 +150,7 @@ def export_parquet(
             conf=conf,
             verbose=verbose,
         ) as analytics,
-        explained(analytics),
+        explained(analytics, out_dir),
     ):
         frames = {
             "messages": analytics.messages(),
@@ -221,7 +222,7 @@ def export_events(
             conf=conf,
             verbose=verbose,
         ) as analytics,
-        explained(analytics),
+        explained(analytics, out_dir),
     ):
         return [export_table(analytics, table, base / table, hook=hook) for table in tables]
 
@@ -234,13 +235,27 @@ _OPEN_FAILURES = {
 }
 
 
+#: How Hadoop's file system says a folder could not be made (the executors' user may not write there).
+_MKDIRS_FAILED = re.compile(r"Mkdirs failed to create (?:file:)?(\S+)")
+#: The rule for outputs written by executors that run as another OS user (docs/analytics.md).
+OUTPUT_RULE = (
+    "when Spark's executors run as another OS user than the driver, the output folder must be writable "
+    "by both: give it a group both users belong to with the setgid bit (chmod 2775), and run the driver "
+    "and the Spark workers with umask 002, so the folders each makes are group-writable; see "
+    "'Outputs on a cluster' in the analytics docs"
+)
+
+
 @contextmanager
-def explained(analytics: QueueAnalytics) -> Iterator[None]:
-    """Turn Spark's failure to open the snapshot copy (on a cluster, usually) into one clear error."""
+def explained(analytics: QueueAnalytics, out_dir: str | os.PathLike[str] | None = None) -> Iterator[None]:
+    """Turn Spark's failure to open the snapshot copy, or to write under ``out_dir``, (on a cluster,
+    usually) into one clear error."""
     try:
         yield
     except Exception as exc:  # py4j wraps the executors' errors in its own types
         text = str(exc)
+        if out_dir is not None:
+            _explain_write_failure(out_dir, text, exc)
         if analytics.snapshot_path is None or str(analytics.snapshot_path) not in text:
             raise
         reason = next((why for needle, why in _OPEN_FAILURES.items() if needle in text), "see the cause")
@@ -249,6 +264,17 @@ def explained(analytics: QueueAnalytics) -> Iterator[None]:
             "give snapshot_dir (--snapshot-dir) an existing folder that every executor mounts at the same "
             "path and that their OS user may enter"
         ) from exc
+
+
+def _explain_write_failure(out_dir: str | os.PathLike[str], text: str, exc: Exception) -> None:
+    """Raise a clear error if ``text`` (Spark's failure) says a folder under ``out_dir`` could not be
+    made or written."""
+    target = _for_spark(out_dir)
+    failed = _MKDIRS_FAILED.search(text)
+    if failed is None and not (target in text and "Permission denied" in text):
+        return
+    why = f"could not make {failed.group(1)}" if failed is not None else "permission denied"
+    raise AnalyticsError(f"Spark could not write under {out_dir} ({why}); {OUTPUT_RULE}") from exc
 
 
 def _for_spark(out_dir: str | os.PathLike[str]) -> str:

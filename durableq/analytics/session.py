@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pyspark import SparkConf
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from ..errors import InvalidParameterValue
@@ -201,6 +201,8 @@ def start_session(plan: SessionPlan) -> tuple[SparkSession, bool]:
 def _from_submitted_configuration(plan: SessionPlan) -> SparkSession:
     # No master, name or static setting of durableq's here: spark-submit's (and spark-defaults.conf's)
     # apply.  The caller's conf fills in what they do not name: read from the JVM spark-submit started.
+    # (SparkConf reads the JVM's settings only once PySpark has attached to it; until then it is empty.)
+    SparkContext._ensure_initialized()
     submitted = SparkConf()
     builder = SparkSession.builder
     for key, value in plan.conf.items():

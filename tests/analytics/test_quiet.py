@@ -37,12 +37,13 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 def spark_properties(event_log_dir: Path) -> dict[str, str]:
     """The Spark settings of the one application that wrote an event log in ``event_log_dir``."""
-    [log] = list(event_log_dir.iterdir())
-    for line in log.read_text().splitlines():
+    [application] = list(event_log_dir.iterdir())  # one file, or (Spark 4) a folder of rolled files
+    logs = sorted(application.rglob("events_*")) if application.is_dir() else [application]
+    for line in "".join(log.read_text() for log in logs).splitlines():
         event = json.loads(line)
         if event["Event"] == "SparkListenerEnvironmentUpdate":
             return dict(event["Spark Properties"])
-    raise AssertionError(f"no environment in {log}")
+    raise AssertionError(f"no environment in {logs}")
 
 
 @pytest.mark.slow
@@ -60,6 +61,8 @@ def test_analyze_is_quiet_and_takes_conf(small_db: Path, tmp_path: Path) -> None
         "spark.eventLog.enabled=true",
         "--conf",
         f"spark.eventLog.dir={events.as_uri()}",
+        "--conf",
+        "spark.eventLog.compress=false",
         "--conf",
         "spark.sql.shuffle.partitions=3",
     )

@@ -237,12 +237,12 @@ _OPEN_FAILURES = {
 
 #: How Hadoop's file system says a folder could not be made (the executors' user may not write there).
 _MKDIRS_FAILED = re.compile(r"Mkdirs failed to create (?:file:)?(\S+)")
-#: The rule for outputs written by executors that run as another OS user (docs/analytics.md).
+#: What to do when executors that run as another OS user cannot write the output (docs/analytics.md).
 OUTPUT_RULE = (
-    "when Spark's executors run as another OS user than the driver, the output folder must be writable "
-    "by both: give it a group both users belong to with the setgid bit (chmod 2775), and run the driver "
-    "and the Spark workers with umask 002, so the folders each makes are group-writable; see "
-    "'Outputs on a cluster' in the analytics docs"
+    "Spark's executors cannot write in the folders the driver makes there: on a local or mounted file "
+    "system the driver and the executors must write as the same OS user (run durableq as the executors' "
+    "user), or write to storage such as HDFS or S3 (an hdfs:// or s3a:// folder); see 'Outputs on a "
+    "cluster' in the analytics docs"
 )
 
 

@@ -40,13 +40,38 @@ def _analytics() -> Any:
     return analytics
 
 
+def _conf(ctx: click.Context, param: click.Parameter, given: tuple[str, ...]) -> dict[str, str]:
+    """``--conf KEY=VALUE`` options as a dict (the library checks the names)."""
+    conf: dict[str, str] = {}
+    for item in given:
+        key, equals, value = item.partition("=")
+        if not equals or not key:
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE (e.g. spark.executor.memory=4g)", ctx, param)
+        conf[key] = value
+    return conf
+
+
 def spark_options(command: F) -> F:
     """The options both commands share: where Spark runs, where the snapshot goes, and the time window."""
     options = [
         click.option(
             "--master",
-            help="Spark master URL when durableq starts Spark (default: local[*], Spark in this process); "
-            "under spark-submit, spark-submit's master is used.",
+            help="Spark master URL when durableq starts Spark (default: local[*], Spark in this process, "
+            "listening on 127.0.0.1 only); under spark-submit, spark-submit's master is used.",
+        ),
+        click.option(
+            "--conf",
+            "conf",
+            multiple=True,
+            metavar="KEY=VALUE",
+            callback=_conf,
+            help="A Spark setting for the session durableq starts, as spark-submit's --conf "
+            "(repeat it for more); e.g. --conf spark.driver.memory=4g.",
+        ),
+        click.option(
+            "--verbose",
+            is_flag=True,
+            help="Show Spark's own log lines (WARN and up); without it, only its errors.",
         ),
         click.option(
             "--jar",
@@ -100,6 +125,8 @@ def analyze(
     queue: str | None,
     report: str,
     master: str | None,
+    conf: dict[str, str],
+    verbose: bool,
     jar: Path | None,
     snapshot_dir: Path | None,
     partitions: int | None,
@@ -136,6 +163,8 @@ def analyze(
         since=since,
         until=until,
         schema=settings().schema,
+        conf=conf,
+        verbose=verbose,
     )
     emit(as_json, result, lambda: _text(result, plot, out))
 
@@ -179,6 +208,8 @@ def export(
     overwrite: bool,
     incremental: bool,
     master: str | None,
+    conf: dict[str, str],
+    verbose: bool,
     jar: Path | None,
     snapshot_dir: Path | None,
     partitions: int | None,
@@ -215,6 +246,8 @@ def export(
             partitions=partitions,
             snapshot_dir=snapshot_dir,
             schema=settings().schema,
+            conf=conf,
+            verbose=verbose,
         )
         columns = ["table", "path", "rows", "checkpoint"]
         emit(as_json, rows, lambda: table(columns, [[r[c] for c in columns] for r in rows]))
@@ -230,6 +263,8 @@ def export(
         since=since,
         until=until,
         schema=settings().schema,
+        conf=conf,
+        verbose=verbose,
     )
     emit(as_json, written, lambda: table(["table", "path", "rows"], [list(w.values()) for w in written]))
 

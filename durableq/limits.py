@@ -235,6 +235,9 @@ SNAPSHOT_SHARED_DIR_MODE = 0o711
 SNAPSHOT_FILE_MODE = 0o444
 #: The plot draws one row of panels per queue, for at most this many queues (the busiest).
 MAX_PLOTTED_QUEUES = 6
+#: Rates in the reports (``dead_letter_rate``) are rounded to this many decimal places: a share of
+#: receives to 0.01 %, not the 17 digits of a double.
+RATE_DIGITS = 4
 #: The plot merges minutes into steps (1, 5, 15, 30 minutes, 1, 3, 6, 12 hours, 1 day) so that
 #: a queue's line has at most this many points.
 MAX_PLOT_POINTS = 300

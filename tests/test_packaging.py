@@ -67,3 +67,6 @@ def test_a_wheel_builds_without_deprecation_warnings(tmp_path: Path) -> None:
             f"durableq/{folder}/{p.relative_to(ROOT / folder)}" for p in (ROOT / folder).rglob("*.py")
         }
     assert sources - shipped == set(), f"left out of the wheel: {sorted(sources - shipped)}"
+    # ... and the files that are not Python: the log4j2 settings of a quiet Spark session.
+    with zipfile.ZipFile(wheel) as archive:
+        assert "durableq/analytics/log4j2-quiet.properties" in archive.namelist()

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -126,6 +126,8 @@ def export_events(
     snapshot_dir: str | os.PathLike[str] | None = None,
     schema: str | None = None,
     batch: int | None = None,
+    conf: Mapping[str, str] | None = None,
+    verbose: bool = False,
 ) -> Rows:
     """Append the events written since the last run to Parquet under ``out_dir`` (a local folder).
 
@@ -136,7 +138,8 @@ def export_events(
     of an unfinished batch, and get each event once.  Returns one row per table: ``{"table", "path",
     "rows", "checkpoint"}`` (``rows`` appended by this run, ``checkpoint`` the last event id
     committed).  ``batch``: events per micro-batch at most (default 100,000).  ``master``, ``jar`` and
-    ``spark`` choose the session as :meth:`QueueAnalytics.open` does; nothing is copied (the events
+    ``spark`` (and ``conf``, ``verbose``) choose the session as :meth:`QueueAnalytics.open` does;
+    nothing is copied (the events
     are read from the live database, through the library), so ``clock``, ``partitions`` and
     ``snapshot_dir`` do not apply.
     """
@@ -157,7 +160,7 @@ def export_events(
     source = check_source(path, schema)
     owns = False
     if spark is None:
-        spark, owns = start_session(plan_session(master, jar, driver_of(path)))
+        spark, owns = start_session(plan_session(master, jar, driver_of(path), conf, verbose=verbose))
     try:
         return [export_table(spark, source, t, base / t, schema=schema, batch=batch) for t in tables]
     finally:

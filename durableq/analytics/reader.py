@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from .. import limits, validation
 from ..errors import InvalidParameterValue, QueueDoesNotExist
@@ -61,6 +62,8 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
         since: datetime | None = None,
         until: datetime | None = None,
         schema: str | None = None,
+        conf: Mapping[str, str] | None = None,
+        verbose: bool = False,
     ) -> QueueAnalytics:
         """Snapshot the durableq database at ``path`` (a file, or a ``postgresql://`` URL) and get
         ready to read it with Spark.
@@ -87,9 +90,15 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
         counter minutes, in ``[since, until)``; SQLite applies the window, so
         the rest of the file is never read into Spark.  ``schema``: on
         PostgreSQL, the schema of durableq's tables (as :func:`durableq.open`).
+        ``conf``: Spark settings (``{"spark.executor.memory": "4g"}``, as ``spark-submit --conf``)
+        for the session durableq creates; spark-submit's own win, and a running session must
+        already have them.  ``verbose``: in a session durableq starts, Spark's own logging (its WARN
+        lines) rather than errors only.
         """
-        if spark is not None and (master is not None or jdbc_jar is not None):
-            raise InvalidParameterValue("give either spark or master/jdbc_jar: a given session keeps its own")
+        if spark is not None and (master is not None or jdbc_jar is not None or conf):
+            raise InvalidParameterValue(
+                "give either spark or master/jdbc_jar/conf: a given session keeps its own"
+            )
         if clock is not None and not callable(clock):
             raise InvalidParameterValue("clock must be a callable returning seconds since the epoch")
         if partitions is not None:
@@ -98,7 +107,7 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
         clock = clock or time.time
         # Decided (and a missing driver found) before copying anything; started after the copy.
         driver = driver_of(path)
-        plan = None if spark is not None else plan_session(master, jdbc_jar, driver)
+        plan = None if spark is not None else plan_session(master, jdbc_jar, driver, conf, verbose=verbose)
         snapshot = take(path, clock, snapshot_dir, schema=schema)
         owns = False
         try:
@@ -108,7 +117,7 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
             snapshot.close()
             raise
         assert spark is not None
-        partitions = partitions or spark.sparkContext.defaultParallelism
+        partitions = partitions or default_parallelism(spark)
         return cls(spark, snapshot, owns_spark=owns, partitions=partitions, window=window)
 
     # -- lifecycle ----------------------------------------------------------------
@@ -276,3 +285,16 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
     def retries(self, queue: str | None = None) -> DataFrame:
         """Receives before the delete or dead letter per queue; see :func:`.lifetimes.retries`."""
         return self.report("retries", queue)
+
+
+def default_parallelism(spark: SparkSession) -> int:
+    """Spark's default parallelism (at most :data:`~durableq.limits.MAX_ANALYTICS_PARTITIONS`), asked
+    through the DataFrame API, which a Spark Connect client has too (it has no ``sparkContext``).
+
+    A range with no partition count is split into the default parallelism's partitions, the last of
+    them holding the range's last row.
+    """
+    ids = spark.range(limits.MAX_ANALYTICS_PARTITIONS).select(F.spark_partition_id().alias("partition"))
+    last = ids.agg(F.max("partition").alias("last")).first()
+    assert last is not None
+    return min(int(last["last"]) + 1, limits.MAX_ANALYTICS_PARTITIONS)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from .. import limits
 from ..errors import InvalidParameterValue
 from . import lifetimes
 from .frames import COUNTERS, STATES
@@ -120,7 +121,9 @@ def dead_letter_rates(tables: Tables) -> DataFrame:
         .join(held, "queue", "left")
         .fillna(0, subset=counts)
     )
-    rate = F.when(F.col("received") > 0, F.col("moved_to_dead_letter") / F.col("received"))
+    # Rounded (limits.RATE_DIGITS): a share of receives, not the 17 digits of a double.
+    moved_share = F.round(F.col("moved_to_dead_letter") / F.col("received"), limits.RATE_DIGITS)
+    rate = F.when(F.col("received") > 0, moved_share)
     return rates.where(
         F.col("dead_letter_queue").isNotNull()
         | (F.col("moved_to_dead_letter") > 0)

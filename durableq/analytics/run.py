@@ -9,7 +9,8 @@ started it).  Results are plain Python: lists of row dicts whose values are
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -51,6 +52,8 @@ def run_report(
     since: datetime | None = None,
     until: datetime | None = None,
     schema: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    verbose: bool = False,
 ) -> dict[str, Rows]:
     """Run one report (a name of :data:`REPORT_NAMES`) or ``"all"`` over a snapshot of ``path``.
 
@@ -75,8 +78,10 @@ def run_report(
             since=since,
             until=until,
             schema=schema,
+            conf=conf,
+            verbose=verbose,
         ) as analytics,
-        explained(analytics),
+        explained(analytics, out_dir),
     ):
         about = {"source": str(analytics.source), "taken_at": analytics.taken_at}
         result: dict[str, Rows] = {"snapshot": [about]}
@@ -109,6 +114,8 @@ def export_parquet(
     since: datetime | None = None,
     until: datetime | None = None,
     schema: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    verbose: bool = False,
 ) -> Rows:
     """Write a snapshot's tables as Parquet under ``out_dir`` (a path or a URL Spark can write).
 
@@ -137,8 +144,10 @@ def export_parquet(
             since=since,
             until=until,
             schema=schema,
+            conf=conf,
+            verbose=verbose,
         ) as analytics,
-        explained(analytics),
+        explained(analytics, out_dir),
     ):
         frames = {
             "messages": analytics.messages(),
@@ -169,13 +178,27 @@ _OPEN_FAILURES = {
 }
 
 
+#: How Hadoop's file system says a folder could not be made (the executors' user may not write there).
+_MKDIRS_FAILED = re.compile(r"Mkdirs failed to create (?:file:)?(\S+)")
+#: What to do when executors that run as another OS user cannot write the output (docs/analytics.md).
+OUTPUT_RULE = (
+    "Spark's executors cannot write in the folders the driver makes there: on a local or mounted file "
+    "system the driver and the executors must write as the same OS user (run durableq as the executors' "
+    "user), or write to storage such as HDFS or S3 (an hdfs:// or s3a:// folder); see 'Outputs on a "
+    "cluster' in the analytics docs"
+)
+
+
 @contextmanager
-def explained(analytics: QueueAnalytics) -> Iterator[None]:
-    """Turn Spark's failure to open the snapshot copy (on a cluster, usually) into one clear error."""
+def explained(analytics: QueueAnalytics, out_dir: str | os.PathLike[str] | None = None) -> Iterator[None]:
+    """Turn Spark's failure to open the snapshot copy, or to write under ``out_dir``, (on a cluster,
+    usually) into one clear error."""
     try:
         yield
     except Exception as exc:  # py4j wraps the executors' errors in its own types
         text = str(exc)
+        if out_dir is not None:
+            _explain_write_failure(out_dir, text, exc)
         if analytics.snapshot_path is None or str(analytics.snapshot_path) not in text:
             raise
         reason = next((why for needle, why in _OPEN_FAILURES.items() if needle in text), "see the cause")
@@ -184,6 +207,17 @@ def explained(analytics: QueueAnalytics) -> Iterator[None]:
             "give snapshot_dir (--snapshot-dir) an existing folder that every executor mounts at the same "
             "path and that their OS user may enter"
         ) from exc
+
+
+def _explain_write_failure(out_dir: str | os.PathLike[str], text: str, exc: Exception) -> None:
+    """Raise a clear error if ``text`` (Spark's failure) says a folder under ``out_dir`` could not be
+    made or written."""
+    target = _for_spark(out_dir)
+    failed = _MKDIRS_FAILED.search(text)
+    if failed is None and not (target in text and "Permission denied" in text):
+        return
+    why = f"could not make {failed.group(1)}" if failed is not None else "permission denied"
+    raise AnalyticsError(f"Spark could not write under {out_dir} ({why}); {OUTPUT_RULE}") from exc
 
 
 def _for_spark(out_dir: str | os.PathLike[str]) -> str:

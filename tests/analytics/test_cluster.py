@@ -6,6 +6,8 @@ The master and the worker are started from PySpark's own launcher
 here when missing (which needs root, as CI has).  ``durableq analyze`` runs in
 its own process as the driver, with ``--master spark://...`` and a
 ``--snapshot-dir`` that user may enter: the executors read the snapshot copy.
+Reports written with ``--out`` fail there with a clear error (docs/analytics.md,
+"Outputs on a cluster").
 """
 
 from __future__ import annotations
@@ -172,6 +174,18 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         shutil.rmtree(work_dir, ignore_errors=True)
 
 
+def analyze(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``durableq analyze`` in its own process, as the driver of an application on the cluster."""
+    return subprocess.run(
+        [str(DURABLEQ), "--db", str(path), "analyze", *args],
+        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
 @pytest.fixture
 def shared_dir() -> Iterator[Path]:
     """A folder the worker's user may enter (0711), outside pytest's private temp folders."""
@@ -182,7 +196,7 @@ def shared_dir() -> Iterator[Path]:
 
 
 @pytest.mark.slow
-def test_a_report_on_a_standalone_cluster_with_executors_as_another_user(
+def test_reports_on_a_standalone_cluster_with_executors_as_another_user(
     cluster: Cluster, shared_dir: Path, tmp_path: Path
 ) -> None:
     path = tmp_path / "queue.db"
@@ -198,27 +212,19 @@ def test_a_report_on_a_standalone_cluster_with_executors_as_another_user(
         later.send("in a quarter of an hour")
     snapshots = shared_dir / "snapshots"
     snapshots.mkdir(mode=0o711)
-    done = subprocess.run(
-        [
-            str(DURABLEQ),
-            "--db",
-            str(path),
-            "analyze",
-            "--report",
-            "depth",
-            "--json",
-            "--master",
-            cluster.url,
-            "--snapshot-dir",
-            str(snapshots),
-            "--partitions",
-            "3",
-        ],
-        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
+    out = shared_dir / "reports"
+    out.mkdir(mode=0o755)
+    done = analyze(
+        path,
+        "--report",
+        "depth",
+        "--json",
+        "--master",
+        cluster.url,
+        "--snapshot-dir",
+        str(snapshots),
+        "--partitions",
+        "3",
     )
     assert done.returncode == 0, done.stderr[-4000:]
     depth = {row["queue"]: row for row in json.loads(done.stdout)["depth"]}
@@ -232,15 +238,28 @@ def test_a_report_on_a_standalone_cluster_with_executors_as_another_user(
     assert {log.stat().st_uid for log in executor_logs} == {cluster.user.pw_uid}
     assert any("Running task" in log.read_text(errors="replace") for log in executor_logs)
     assert list(snapshots.iterdir()) == []  # the copy is removed afterwards
-    # Without it, the copy is private to the driver's user: the executors cannot open it, and say so.
-    refused = subprocess.run(
-        [str(DURABLEQ), "--db", str(path), "analyze", "--report", "depth", "--master", cluster.url],
-        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
+    # Reports written (--out) on a local file system: the executors, as their user, cannot write in
+    # the folders the driver made (0755, its own): one clear durableq error naming the folder and
+    # what to do, not "a bug in durableq".
+    unwritable = analyze(
+        path,
+        "--report",
+        "depth",
+        "--master",
+        cluster.url,
+        "--snapshot-dir",
+        str(snapshots),
+        "--out",
+        str(out / "refused"),
     )
+    assert unwritable.returncode == 1, unwritable.stderr[-4000:]
+    last = unwritable.stderr.strip().splitlines()[-1]
+    assert last.startswith(
+        f"error: AnalyticsError: Spark could not write under {out / 'refused'} (could not make "
+    )
+    assert "the same OS user" in last and "s3a://" in last and "a bug" not in last
+    # Without it, the copy is private to the driver's user: the executors cannot open it, and say so.
+    refused = analyze(path, "--report", "depth", "--master", cluster.url)
     assert refused.returncode == 1
     last = refused.stderr.strip().splitlines()[-1]
     assert last.startswith("error: AnalyticsError: Spark could not open the snapshot copy")

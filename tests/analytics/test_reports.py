@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from durableq import limits
 from durableq.analytics import COUNTERS, QueueAnalytics, to_rows
 from durableq.analytics.reports import ACCURACY, PERCENTILES
 from durableq.errors import InvalidParameterValue, QueueDoesNotExist
@@ -82,7 +83,9 @@ def test_dead_letter_rates(
         received = sum(m.received for m in minutes)
         moved = sum(m.moved_to_dead_letter for m in minutes)
         assert (row["received"], row["moved_to_dead_letter"]) == (received, moved)
-        assert row["dead_letter_rate"] == pytest.approx(moved / received)
+        # Rounded (issue 31: 17 digits were printed), to RATE_DIGITS places.
+        assert row["dead_letter_rate"] == pytest.approx(moved / received, abs=0.5 * 10**-limits.RATE_DIGITS)
+        assert round(row["dead_letter_rate"], limits.RATE_DIGITS) == row["dead_letter_rate"]
         assert row["in_dead_letter_queues"] == held[name]
         assert row["dead_letter_queue"] == library.attributes[name]["redrive_policy"].dead_letter_queue
     payments = report["payments"]
@@ -90,7 +93,7 @@ def test_dead_letter_rates(
         scenario.PAYMENTS_RECEIVED,
         scenario.PAYMENTS_MOVED,
     )
-    assert payments["dead_letter_rate"] == pytest.approx(1 / 3)
+    assert payments["dead_letter_rate"] == 0.3333
     assert report["events.fifo"]["moved_to_dead_letter"] > 0
     assert report["orders"]["moved_to_dead_letter"] == 0
 

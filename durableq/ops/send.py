@@ -131,7 +131,7 @@ def send_one(
             row = _row(queue, message_id, item, item.delay_seconds, now, virtual=virtual, key=key)
             if conn.execute(_INSERT, row).rowcount != 1:
                 raise QueueDoesNotExist(f"queue {name!r} does not exist")
-        history.record(conn, queue, now, history.SENT, [(message_id, 0)])
+        history.record_sent(conn, queue, now, [(message_id, _visible_at(queue, item.delay_seconds, now))])
     counters.add(name, now, SENT)
     return SendResult(message_id, None, item.md5())
 
@@ -153,7 +153,7 @@ def insert(
     if queue.fifo:
         return _insert_fifo(conn, queue, items, now, counters, key)
     results: list[SendResult | DurableQError] = []
-    rows = []
+    rows, sent = [], []
     for item in items:
         try:
             _check_for_queue(queue, item)
@@ -163,11 +163,12 @@ def insert(
             continue
         message_id = new_message_id()
         rows.append(_row(queue, message_id, item, item.delay_seconds, now, virtual=virtual, key=key))
+        sent.append((message_id, _visible_at(queue, item.delay_seconds, now)))
         results.append(SendResult(message_id, None, item.md5()))
     if rows:
         # The queue row is fresh in this transaction and every size was checked: one executemany.
         conn.executemany(_INSERT, rows)
-        history.record(conn, queue, now, history.SENT, [(str(row["message_id"]), 0) for row in rows])
+        history.record_sent(conn, queue, now, sent)
         counters.add(queue.name, now, SENT, len(rows))
     return results
 
@@ -241,6 +242,12 @@ def _row(
     }
 
 
+def _visible_at(queue: QueueConfig, delay: int | None, now: int) -> int:
+    """When a message sent at ``now`` with ``delay`` becomes visible: the rule of :data:`_INSERT`'s
+    ``visible_at``, for its history event (the queue's delay as the caller's queue row knows it)."""
+    return now + (queue.delay_seconds if delay is None else delay) * 1000
+
+
 def _insert_fifo(
     conn: Connection,
     queue: QueueConfig,
@@ -272,7 +279,7 @@ def _insert_fifo(
         conn.execute(_INSERT, _row(queue, message_id, item, None, now, group_id, dedup_id, sequence, key=key))
         fifo.remember(conn, queue.id, scope, dedup_id, message_id, sequence, now)
         fifo.add_to_group(conn, queue.id, group_id, now + queue.delay_seconds * 1000)
-        history.record(conn, queue, now, history.SENT, [(message_id, 0)])
+        history.record_sent(conn, queue, now, [(message_id, _visible_at(queue, None, now))])
         results.append(SendResult(message_id, format_sequence(sequence), item.md5()))
     if sequence != start:
         conn.execute("UPDATE durableq_queues SET next_sequence = ? WHERE id = ?", (sequence, queue.id))

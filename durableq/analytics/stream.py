@@ -93,7 +93,16 @@ class _Reader(DataSourceStreamReader):
                 if not events:
                     return
                 for e in events:
-                    yield (e.event_id, e.at, e.queue, e.event, e.message_id, e.receive_count, e.other_queue)
+                    yield (
+                        e.event_id,
+                        e.at,
+                        e.queue,
+                        e.event,
+                        e.message_id,
+                        e.receive_count,
+                        e.other_queue,
+                        e.visible_at,
+                    )
                 after = events[-1].event_id
 
     def commit(self, end: dict[str, Any]) -> None:

@@ -230,8 +230,7 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
                 unswept=read_unswept(self._spark, snapshot),
                 events=self.events().persist(),
                 window=self._window,
-                # Read only by a report in the "completed in the window" mode.
-                events_until=read_event_table(
+                events_until=lambda: read_event_table(
                     self._spark,
                     snapshot,
                     "events",

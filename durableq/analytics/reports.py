@@ -54,9 +54,10 @@ class Tables:
     #: Message events (``EVENTS_SCHEMA``) in the window.
     events: DataFrame
     window: TimeWindow = EVERYTHING
-    #: Message events before the window's end, whatever their start: the "completed in the window"
-    #: mode reads the earlier events of the messages that completed in it (None: ``events``).
-    events_until: DataFrame | None = None
+    #: Reads the message events before the window's end, whatever their start: the "completed in the
+    #: window" mode reads the earlier events of the messages that completed in it (None: ``events``).
+    #: A call, so a snapshot that never runs that mode never plans the read (its split points are a query).
+    events_until: Callable[[], DataFrame] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +210,7 @@ def _history(report: Callable[..., DataFrame]) -> Report:
         events, since = tables.events, None
         if options.completed_in_window and tables.window.since_ms is not None:
             since = tables.window.since_ms
-            events = tables.events if tables.events_until is None else tables.events_until
+            events = tables.events if tables.events_until is None else tables.events_until()
         return report(events, exact=options.exact, completed_since=since)
 
     return make

@@ -28,6 +28,7 @@ REPORTS = {
     "latency": "latency",
     "processing": "processing",
     "retries": "retries",
+    "wait": "wait",
     "all": "all",
 }
 
@@ -120,6 +121,13 @@ def spark_options(command: F) -> F:
 @click.option(
     "--plot", type=click.Path(dir_okay=False, path_type=Path), help="Also draw depth and throughput as a PNG."
 )
+@click.option("--exact", is_flag=True, help="Exact percentiles (slower on many messages), not approximate.")
+@click.option(
+    "--completed-in-window",
+    is_flag=True,
+    help="History reports (latency, processing, retries, wait) count the messages completed in the "
+    "--since/--until window, whenever they were sent.",
+)
 @json_option
 def analyze(
     queue: str | None,
@@ -134,12 +142,14 @@ def analyze(
     until: datetime | None,
     out: Path | None,
     plot: Path | None,
+    exact: bool,
+    completed_in_window: bool,
     as_json: bool,
 ) -> None:
     """Analyse a consistent snapshot of the database with Spark: depth by state,
     age percentiles, receive counts, dead-letter rates, throughput per minute,
-    and from message history send-to-delete latency, processing time and
-    retries (for QUEUE, or every queue).
+    and from message history send-to-delete latency, the wait before the first
+    receive, processing time and retries (for QUEUE, or every queue).
 
     Needs `pip install 'durableq[spark]'`, Java and the JDBC driver (SQLite's, or PostgreSQL's).
 
@@ -148,6 +158,7 @@ def analyze(
       durableq analyze orders --report age
       durableq analyze --report throughput --since 2h --plot activity.png
       durableq analyze --since 2026-11-20T09:00 --until 2026-11-20T10:00
+      durableq analyze --report wait --since 2h --completed-in-window --exact
       durableq analyze --master spark://host:7077 --snapshot-dir /shared/snapshots
     """
     result = _analytics().run_report(
@@ -165,6 +176,8 @@ def analyze(
         schema=settings().schema,
         conf=conf,
         verbose=verbose,
+        exact=exact,
+        completed_in_window=completed_in_window,
     )
     emit(as_json, result, lambda: _text(result, plot, out))
 

@@ -233,6 +233,11 @@ MAX_ANALYTICS_PARTITIONS = 1_024
 SNAPSHOT_SHARED_DIR_MODE = 0o711
 #: The snapshot copy: read-only for everyone who can reach it.
 SNAPSHOT_FILE_MODE = 0o444
+#: The percentiles of the reports (ages, latency, processing, retries, wait), in Spark and in Arrow.
+REPORT_PERCENTILES = (0.5, 0.9, 0.95, 0.99)
+#: The accuracy of Spark's percentile_approx in the reports: the rank of each answer is within
+#: (values / accuracy) of the exact one, and the sketch stays small (``exact`` computes them exactly).
+PERCENTILE_ACCURACY = 10_000
 #: The plot draws one row of panels per queue, for at most this many queues (the busiest).
 MAX_PLOTTED_QUEUES = 6
 #: Rates in the reports (``dead_letter_rate``) are rounded to this many decimal places: a share of

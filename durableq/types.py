@@ -373,6 +373,10 @@ class MessageEvent:
     message_id: str
     receive_count: int  # the message's receive count after the event
     other_queue: str | None = None  # a move's other end: where it went, or where it came from
+    #: When the message becomes visible after the event: set on ``sent`` (later than ``at`` by the
+    #: message's delay) and ``visibility_changed``; None for other events and for
+    #: those written before schema revision 0011.
+    visible_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

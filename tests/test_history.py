@@ -59,6 +59,42 @@ def broker_time(clock: FakeClock) -> object:
     return datetime_from_ms(int(clock() * 1000))
 
 
+def test_sends_and_visibility_changes_say_when_the_message_becomes_visible(
+    broker: durableq.Broker, clock: FakeClock
+) -> None:
+    """``visible_at`` tells a message's delay apart from its wait: the send's, by the message's delay
+    or the queue's; a visibility change's new time; none on the other events."""
+    jobs = broker.create_queue("jobs", history=True, delay_seconds=4)
+    slow = broker.create_queue("slow.fifo", fifo=True, history=True, delay_seconds=9)
+    now = int(clock() * 1000)
+    jobs.send("queue's delay")
+    jobs.send("own delay", delay_seconds=30)
+    jobs.send_batch([SendEntry("1", "none", delay_seconds=0), SendEntry("2", "batch's", delay_seconds=7)])
+    slow.send("fifo", group_id="g", deduplication_id="d")
+    clock.advance(10)
+    (message,) = jobs.receive(1)
+    jobs.change_visibility(message.receipt_handle, 20)
+    later = int(clock() * 1000)
+    jobs.delete(message.receipt_handle)
+
+    def offsets(queue: durableq.Queue) -> list[tuple[str, int | None]]:
+        return [
+            (e.event, None if e.visible_at is None else round(e.visible_at.timestamp() * 1000) - now)
+            for e in queue.events()
+        ]
+
+    assert offsets(jobs) == [
+        ("sent", 4000),
+        ("sent", 30_000),
+        ("sent", 0),
+        ("sent", 7000),
+        ("received", None),
+        ("visibility_changed", later - now + 20_000),
+        ("deleted", None),
+    ]
+    assert offsets(slow) == [("sent", 9000)]
+
+
 def test_fifo_messages_are_recorded_the_same_way(broker: durableq.Broker) -> None:
     orders = broker.create_queue("orders.fifo", fifo=True, content_based_deduplication=True, history=True)
     first = orders.send("one", group_id="g").message_id

@@ -41,6 +41,12 @@ EVENTS_SCHEMA = StructType(
         _field("message_id", StringType(), "the message's id"),
         _field("receive_count", LongType(), "the message's receive count after the event"),
         _field("other_queue", StringType(), "a move's other end (where it went, or came from); else null"),
+        _field(
+            "visible_at",
+            TimestampType(),
+            "when the message becomes visible after the event: of sent (the delay apart) and "
+            "visibility_changed; else null",
+        ),
     ]
 )
 #: The columns of :meth:`QueueAnalytics.audit`: one row per management call (the audit trail).
@@ -63,10 +69,10 @@ EVENT_STREAM_FORMAT = "durableq-events"
 # Events of queues that exist (a deleted queue's events go with it; its placeholder row, of queue 0,
 # joins no queue).
 _EVENTS_SQL = """(SELECT e.event_id, e.at, q.name AS queue, e.event, e.message_id, e.receive_count,
-  e.other_queue
+  e.other_queue, e.visible_at
 FROM durableq_message_events AS e JOIN durableq_queues AS q ON q.id = e.queue_id) AS durableq_events"""
 _EVENTS_TYPES = """event_id BIGINT, at BIGINT, queue STRING, event STRING, message_id STRING,
-  receive_count BIGINT, other_queue STRING"""
+  receive_count BIGINT, other_queue STRING, visible_at BIGINT"""
 _AUDIT_SQL = """(SELECT id AS event_id, at, pid, "user", action, queue, outcome, detail
 FROM durableq_audit_events) AS durableq_audit"""
 _AUDIT_TYPES = """event_id BIGINT, at BIGINT, pid BIGINT, user STRING, action STRING, queue STRING,
@@ -83,6 +89,8 @@ _TABLES = {
     "events": ("durableq_message_events", "event_id", _EVENTS_SQL, _EVENTS_TYPES, EVENTS_SCHEMA),
     "audit": ("durableq_audit_events", "id", _AUDIT_SQL, _AUDIT_TYPES, AUDIT_SCHEMA),
 }
+# Columns stored as epoch milliseconds, read as timestamps.
+_TIMES = ("at", "visible_at")
 #: The event tables ``read_event_table`` knows.
 EVENT_TABLES = tuple(_TABLES)
 
@@ -135,7 +143,7 @@ def read_event_table(
     # StructType equality); a plain alias, so filters on the columns still reach SQLite.
     return raw.select(
         *(
-            (F.timestamp_millis(F.col(f.name)) if f.name == "at" else F.col(f.name)).alias(
+            (F.timestamp_millis(F.col(f.name)) if f.name in _TIMES else F.col(f.name)).alias(
                 f.name, metadata=f.metadata
             )
             for f in schema.fields

@@ -239,6 +239,13 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
                 unswept=read_unswept(self._spark, snapshot),
                 events=self.events().persist(),
                 window=self._window,
+                events_until=lambda: read_event_table(
+                    self._spark,
+                    snapshot,
+                    "events",
+                    TimeWindow(None, self._window.until_ms),
+                    partitions=self._partitions,
+                ),
             )
         return self._tables
 
@@ -247,12 +254,19 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
 
     # -- reports ------------------------------------------------------------------
 
-    def report(self, name: str, queue: str | None = None) -> DataFrame:
-        """Report ``name`` (one of :data:`~durableq.analytics.REPORT_NAMES`), for ``queue`` or all queues."""
+    def report(
+        self, name: str, queue: str | None = None, *, exact: bool = False, completed_in_window: bool = False
+    ) -> DataFrame:
+        """Report ``name`` (one of :data:`~durableq.analytics.REPORT_NAMES`), for ``queue`` or all queues.
+
+        ``exact``: exact percentiles, not approximate ones; ``completed_in_window``: the history
+        reports count the messages completed in the window, whenever sent (see :class:`.reports.Options`).
+        """
         reports.check_name(name)
         if queue is not None and queue not in self.queue_names():
             raise QueueDoesNotExist(f"queue {queue!r} does not exist in {self.source}")
-        return reports.build(name, self.tables(), queue)
+        options = reports.Options(exact=exact, completed_in_window=completed_in_window)
+        return reports.build(name, self.tables(), queue, options)
 
     def depth_by_state(self, queue: str | None = None) -> DataFrame:
         """Messages per queue and state; see :func:`.reports.depth_by_state`."""
@@ -285,6 +299,10 @@ class QueueAnalytics(AbstractContextManager["QueueAnalytics"]):
     def retries(self, queue: str | None = None) -> DataFrame:
         """Receives before the delete or dead letter per queue; see :func:`.lifetimes.retries`."""
         return self.report("retries", queue)
+
+    def wait(self, queue: str | None = None) -> DataFrame:
+        """Seconds from the send, and from visible, to the first receive; see :func:`.lifetimes.wait`."""
+        return self.report("wait", queue)
 
 
 def default_parallelism(spark: SparkSession) -> int:

@@ -17,13 +17,15 @@ from .. import limits
 from ..errors import InvalidParameterValue
 from . import lifetimes
 from .frames import COUNTERS, STATES
-from .lifetimes import ACCURACY, PERCENTILES, percentile_name
+from .lifetimes import ACCURACY, PERCENTILES, percentile_name, percentiles
 from .window import EVERYTHING, TimeWindow
 
 __all__ = [
     "ACCURACY",
+    "HISTORY_REPORTS",
     "PERCENTILES",
     "REPORTS",
+    "Options",
     "Tables",
     "age_percentiles",
     "build",
@@ -53,6 +55,25 @@ class Tables:
     #: Message events (``EVENTS_SCHEMA``) in the window.
     events: DataFrame
     window: TimeWindow = EVERYTHING
+    #: Reads the message events before the window's end, whatever their start: the "completed in the
+    #: window" mode reads the earlier events of the messages that completed in it (None: ``events``).
+    #: A call, so a snapshot that never runs that mode never plans the read (its split points are a query).
+    events_until: Callable[[], DataFrame] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """How a report is computed.
+
+    ``exact``: exact percentiles (Spark's ``percentile``, interpolated), not
+    ``percentile_approx``.  ``completed_in_window``: the history reports count
+    the messages that completed in the time window (deleted, dead-lettered or,
+    for ``wait``, first received), whenever they were sent; without it a
+    message counts when all the events a report needs are in the window.
+    """
+
+    exact: bool = False
+    completed_in_window: bool = False
 
 
 def depth_by_state(tables: Tables) -> DataFrame:
@@ -68,8 +89,8 @@ def depth_by_state(tables: Tables) -> DataFrame:
     return depth.select("queue", *columns, total.cast("long").alias("total"))
 
 
-def age_percentiles(tables: Tables) -> DataFrame:
-    """Per queue: ``messages``, the age percentiles ``p50``/``p90``/``p99`` and ``oldest`` (seconds).
+def age_percentiles(tables: Tables, options: Options = Options()) -> DataFrame:
+    """Per queue: ``messages``, the age percentiles ``p50``/``p90``/``p95``/``p99`` and ``oldest`` (seconds).
 
     Ages are counted from the send to the snapshot time.  ``oldest`` is whole
     seconds, as ``QueueStats.oldest_message_age`` (0 for an empty queue); the
@@ -77,7 +98,7 @@ def age_percentiles(tables: Tables) -> DataFrame:
     """
     ages = tables.messages.groupBy("queue").agg(
         F.count(F.lit(1)).alias("messages"),
-        F.percentile_approx("age_seconds", list(PERCENTILES), ACCURACY).alias("percentiles"),
+        percentiles("age_seconds", exact=options.exact).alias("percentiles"),
         F.floor(F.max("age_seconds")).alias("oldest"),
     )
     columns = [F.col("percentiles")[i].alias(percentile_name(p)) for i, p in enumerate(PERCENTILES)]
@@ -182,16 +203,39 @@ def _minute_changes(tables: Tables) -> DataFrame:
     return changes.groupBy("queue", "minute").agg(*(F.coalesce(F.sum(c), F.lit(0)).alias(c) for c in summed))
 
 
+Report = Callable[[Tables, Options], DataFrame]
+
+
+def _history(report: Callable[..., DataFrame]) -> Report:
+    """A report of :mod:`.lifetimes` over the tables' events, as the options ask."""
+
+    def make(tables: Tables, options: Options) -> DataFrame:
+        events, since = tables.events, None
+        if options.completed_in_window and tables.window.since_ms is not None:
+            since = tables.window.since_ms
+            events = tables.events if tables.events_until is None else tables.events_until()
+        return report(events, exact=options.exact, completed_since=since)
+
+    return make
+
+
+def _plain(report: Callable[[Tables], DataFrame]) -> Report:
+    return lambda tables, _options: report(tables)
+
+
+#: The reports over message history (the ones ``completed_in_window`` applies to).
+HISTORY_REPORTS = ("latency", "processing", "retries", "wait")
 #: The reports by name (the names the CLI offers), each with the columns it is sorted by.
-REPORTS: dict[str, tuple[Callable[[Tables], DataFrame], tuple[str, ...]]] = {
-    "depth": (depth_by_state, ("queue",)),
+REPORTS: dict[str, tuple[Report, tuple[str, ...]]] = {
+    "depth": (_plain(depth_by_state), ("queue",)),
     "ages": (age_percentiles, ("queue",)),
-    "receive-counts": (receive_count_histogram, ("queue", "receive_count")),
-    "dead-letters": (dead_letter_rates, ("queue",)),
-    "throughput": (throughput, ("queue", "minute")),
-    "latency": (lambda tables: lifetimes.latency(tables.events), ("queue",)),
-    "processing": (lambda tables: lifetimes.processing(tables.events), ("queue",)),
-    "retries": (lambda tables: lifetimes.retries(tables.events), ("queue",)),
+    "receive-counts": (_plain(receive_count_histogram), ("queue", "receive_count")),
+    "dead-letters": (_plain(dead_letter_rates), ("queue",)),
+    "throughput": (_plain(throughput), ("queue", "minute")),
+    "latency": (_history(lifetimes.latency), ("queue",)),
+    "processing": (_history(lifetimes.processing), ("queue",)),
+    "retries": (_history(lifetimes.retries), ("queue",)),
+    "wait": (_history(lifetimes.wait), ("queue", "measured_from")),
 }
 
 
@@ -202,10 +246,10 @@ def check_name(name: str, *, also: tuple[str, ...] = ()) -> None:
         raise InvalidParameterValue(f"unknown report {name!r}; choose one of {choices}")
 
 
-def build(name: str, tables: Tables, queue: str | None = None) -> DataFrame:
+def build(name: str, tables: Tables, queue: str | None = None, options: Options = Options()) -> DataFrame:
     """Report ``name`` (a key of :data:`REPORTS`), for one queue or all, sorted."""
     make, order = REPORTS[name]
-    report = make(tables)
+    report = make(tables, options)
     if queue is not None:
         report = report.where(F.col("queue") == F.lit(queue))
     return report.orderBy(*order)

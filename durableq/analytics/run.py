@@ -54,6 +54,8 @@ def run_report(
     schema: str | None = None,
     conf: Mapping[str, str] | None = None,
     verbose: bool = False,
+    exact: bool = False,
+    completed_in_window: bool = False,
 ) -> dict[str, Rows]:
     """Run one report (a name of :data:`REPORT_NAMES`) or ``"all"`` over a snapshot of ``path``.
 
@@ -62,6 +64,7 @@ def run_report(
     report to one queue (QueueDoesNotExist if the snapshot has none of that
     name).  ``plot``: also write a PNG of depth and throughput over time there.
     ``out_dir``: also write each report as Parquet, in a folder named after it.
+    ``exact`` and ``completed_in_window``: those of :meth:`QueueAnalytics.report`.
     The other arguments are those of :meth:`QueueAnalytics.open`.
     """
     check_name(report, also=(ALL,))  # before any copying or Spark
@@ -86,7 +89,7 @@ def run_report(
         about = {"source": str(analytics.source), "taken_at": analytics.taken_at}
         result: dict[str, Rows] = {"snapshot": [about]}
         for name in names:
-            frame = analytics.report(name, queue)
+            frame = analytics.report(name, queue, exact=exact, completed_in_window=completed_in_window)
             if out_dir is not None:
                 frame.write.mode("overwrite").parquet(f"{_for_spark(out_dir)}/{name}")
             result[name] = to_rows(frame)

@@ -169,7 +169,7 @@ def _row(e: Any) -> tuple[Any, ...]:
     if hasattr(e, "action"):  # an AuditEvent; detail as the database stores it
         detail = json.dumps(e.detail, sort_keys=True) if e.detail else None
         return (e.event_id, e.at, e.pid, e.user, e.action, e.queue, e.outcome, detail)
-    return (e.event_id, e.at, e.queue, e.event, e.message_id, e.receive_count, e.other_queue)
+    return (e.event_id, e.at, e.queue, e.event, e.message_id, e.receive_count, e.other_queue, e.visible_at)
 
 
 def _broker(path: str, schema: str | None = None) -> Any:

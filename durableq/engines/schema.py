@@ -206,6 +206,9 @@ message_events = Table(
     Column("message_id", Text, nullable=False),
     Column("receive_count", Integer, nullable=False),  # the message's, after the event
     Column("other_queue", Text),  # a move's other end: where it went, or where it came from
+    # When the message becomes visible after the event, epoch ms (revision 0011): of a send (its delay
+    # apart from its wait) and a visibility change; null for the others.
+    Column("visible_at", BigInteger),
     # Reads and the retention sweep of one queue.
     Index(f"{PREFIX}ix_message_events_queue", "queue_id", "at"),
 )

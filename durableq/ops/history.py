@@ -62,8 +62,8 @@ EVENTS = (
 )
 
 _INSERT = (
-    "INSERT INTO durableq_message_events (queue_id, at, event, message_id, receive_count, other_queue) "
-    "VALUES (?, ?, ?, ?, ?, ?)"
+    "INSERT INTO durableq_message_events "
+    "(queue_id, at, event, message_id, receive_count, other_queue, visible_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
 #: Events of the messages of ``:queue_id`` a statement is about to remove or move, written by SQL.
 _INSERT_FROM_MESSAGES = """
@@ -87,7 +87,7 @@ _KEEP_PLACEHOLDER = f"UPDATE durableq_message_events SET queue_id = {NO_QUEUE} W
 _SWEEP_PLACEHOLDERS = f"DELETE FROM durableq_message_events WHERE queue_id = {NO_QUEUE} AND {_NOT_NEWEST}"
 # Events of queues that exist, with their queue's name (a deleted queue's placeholder joins none).
 _SELECT = """
-SELECT e.event_id, e.at, q.name, e.event, e.message_id, e.receive_count, e.other_queue
+SELECT e.event_id, e.at, q.name, e.event, e.message_id, e.receive_count, e.other_queue, e.visible_at
 FROM durableq_message_events AS e JOIN durableq_queues AS q ON q.id = e.queue_id
 WHERE e.event_id > :after AND e.event_id <= :until"""
 
@@ -99,12 +99,26 @@ def record(
     event: str,
     messages: Iterable[tuple[str, int]],
     other_queue: str | None = None,
+    *,
+    visible_at: int | None = None,
 ) -> None:
     """Write one ``event`` per ``(message id, receive count)`` if ``queue`` keeps history
-    (inside the caller's transaction)."""
+    (inside the caller's transaction); ``visible_at``: when the messages become visible after it
+    (epoch ms), for a visibility change."""
     if queue.history:
-        rows = [(queue.id, now, event, message_id, count, other_queue) for message_id, count in messages]
+        rows = [
+            (queue.id, now, event, message_id, count, other_queue, visible_at)
+            for message_id, count in messages
+        ]
         conn.executemany(_INSERT, rows)
+
+
+def record_sent(conn: Connection, queue: QueueConfig, now: int, sent: Iterable[tuple[str, int]]) -> None:
+    """Write a ``sent`` event per ``(message id, visible at)`` if ``queue`` keeps history: when each
+    becomes visible (epoch ms; later than ``now`` by its delay), so its wait for a first receive can
+    be told apart from its delay."""
+    if queue.history:
+        conn.executemany(_INSERT, [(queue.id, now, SENT, message_id, 0, None, at) for message_id, at in sent])
 
 
 def record_where(
@@ -164,8 +178,17 @@ def events(
         params["since"] = since
     rows = conn.execute(f"{sql} ORDER BY e.event_id LIMIT :limit", params)
     return [
-        MessageEvent(event_id, datetime_from_ms(at), name, event, message_id, count, other)
-        for event_id, at, name, event, message_id, count, other in rows
+        MessageEvent(
+            event_id,
+            datetime_from_ms(at),
+            name,
+            event,
+            message_id,
+            count,
+            other,
+            None if visible_at is None else datetime_from_ms(visible_at),
+        )
+        for event_id, at, name, event, message_id, count, other, visible_at in rows
     ]
 
 

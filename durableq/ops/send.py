@@ -143,7 +143,7 @@ def send_one(
             )
             if conn.execute(_statement(row), row).rowcount != 1:
                 raise QueueDoesNotExist(f"queue {name!r} does not exist")
-        history.record(conn, queue, now, history.SENT, [(message_id, 0)])
+        history.record_sent(conn, queue, now, [(message_id, _visible_at(queue, item.delay_seconds, now))])
     counters.add(name, now, SENT)
     return SendResult(message_id, None, item.md5())
 
@@ -165,7 +165,7 @@ def insert(
     if queue.fifo:
         return _insert_fifo(conn, queue, items, now, counters, key)
     results: list[SendResult | DurableQError] = []
-    rows = []
+    rows, sent = [], []
     for item in items:
         try:
             _check_for_queue(queue, item)
@@ -177,6 +177,7 @@ def insert(
         rows.append(
             _row(queue, message_id, item, item.delay_seconds, now, item.group_id, virtual=virtual, key=key)
         )
+        sent.append((message_id, _visible_at(queue, item.delay_seconds, now)))
         results.append(SendResult(message_id, None, item.md5()))
     if rows:
         # The queue row is fresh in this transaction and every size was checked: one executemany per
@@ -184,7 +185,7 @@ def insert(
         # queue; a body in the payload store or a trace header takes the full statement).
         for statement, run in groupby(rows, _statement):
             conn.executemany(statement, run)
-        history.record(conn, queue, now, history.SENT, [(str(row["message_id"]), 0) for row in rows])
+        history.record_sent(conn, queue, now, sent)
         counters.add(queue.name, now, SENT, len(rows))
     return results
 
@@ -276,6 +277,12 @@ def _row(
     }
 
 
+def _visible_at(queue: QueueConfig, delay: int | None, now: int) -> int:
+    """When a message sent at ``now`` with ``delay`` becomes visible: the rule of :data:`_INSERT`'s
+    ``visible_at``, for its history event (the queue's delay as the caller's queue row knows it)."""
+    return now + (queue.delay_seconds if delay is None else delay) * 1000
+
+
 def _insert_fifo(
     conn: Connection,
     queue: QueueConfig,
@@ -308,7 +315,7 @@ def _insert_fifo(
         conn.execute(_statement(row), row)
         fifo.remember(conn, queue.id, scope, dedup_id, message_id, sequence, now)
         fifo.add_to_group(conn, queue.id, group_id, now + queue.delay_seconds * 1000)
-        history.record(conn, queue, now, history.SENT, [(message_id, 0)])
+        history.record_sent(conn, queue, now, [(message_id, _visible_at(queue, None, now))])
         results.append(SendResult(message_id, format_sequence(sequence), item.md5()))
     if sequence != start:
         conn.execute("UPDATE durableq_queues SET next_sequence = ? WHERE id = ?", (sequence, queue.id))

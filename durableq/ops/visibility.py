@@ -187,7 +187,7 @@ def change(
             group_id, visible_at = row[0], int(row[1])
             if group_id is not None:
                 fifo.refresh_groups(conn, queue.id, [group_id])
-            history.record(conn, queue, now, history.VISIBILITY_CHANGED, [row[2:]])
+            history.record(conn, queue, now, history.VISIBILITY_CHANGED, [row[2:]], visible_at=visible_at)
             return max((visible_at - now) // 1000, 0)
     queue = catalog.get(conn, name, fresh=True)
     receipt.check_queue(queue.id, name)

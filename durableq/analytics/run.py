@@ -176,8 +176,10 @@ def export_parquet(
 #: What the SQLite driver says when an executor cannot open the copy, and what that means here.
 _OPEN_FAILURES = {
     "Permission denied": "permission denied",
-    "unable to open": "no such file where the executor runs",
-    "No such file": "no such file where the executor runs",
+    # SQLite's JDBC driver says "unable to open" also for a folder on the path that the executor's
+    # OS user may not enter (a private run folder of the driver's user).
+    "unable to open": "no such file where the executor runs, or a folder its OS user may not enter",
+    "No such file": "no such file where the executor runs, or a folder its OS user may not enter",
 }
 
 

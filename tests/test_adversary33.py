@@ -227,12 +227,6 @@ def test_a_scheduler_without_a_payload_store_does_not_burn_large_ticks(
         assert scheduled_times(big) == [at(0)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="adversary 33: the claim guards on (name, version) and a new schedule starts at version 0: a "
-    "schedule deleted and made again between a round's read and its claim is claimed with the old row's "
-    "version, and the deleted definition's body is sent (ABA)",
-)
 def test_a_schedule_deleted_and_made_again_mid_round_is_not_sent_as_the_old_one(
     target: str, clock: FakeClock
 ) -> None:

@@ -136,11 +136,6 @@ def test_a_scheduler_without_the_keyring_does_not_burn_an_encrypted_queues_ticks
         assert scheduled_times(orders) == [at(0)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="adversary 33: one schedule whose time zone this host cannot load (an older tzdata than the "
-    "host that made it) fails the whole round: every other schedule's tick waits behind it forever",
-)
 def test_one_schedule_this_host_cannot_read_does_not_stop_the_others(
     broker: durableq.Broker, target: str
 ) -> None:
@@ -152,6 +147,17 @@ def test_one_schedule_this_host_cannot_read_does_not_stop_the_others(
     sent = broker.fire_due_schedules().sent
     assert [s.schedule for s in sent] == ["b"]
     assert [m.body for m in jobs.receive(10)] == ["b"]
+
+
+@pytest.mark.parametrize("zone", ["localtime", "posixrules"])
+def test_a_host_dependent_time_zone_is_refused(broker: durableq.Broker, zone: str) -> None:
+    broker.create_queue("jobs")
+    with pytest.raises(durableq.InvalidParameterValue, match="this host's own setting"):
+        broker.create_schedule("s", "jobs", "rate(1 minute)", "x", timezone=zone)
+    broker.create_schedule("s", "jobs", "rate(1 minute)", "x")
+    with pytest.raises(durableq.InvalidParameterValue, match="this host's own setting"):
+        broker.update_schedule("s", timezone=zone)
+    assert broker.get_schedule("s").timezone == "UTC"
 
 
 @pytest.mark.xfail(

@@ -125,8 +125,7 @@ def checked(values: Mapping[str, Any]) -> dict[str, Any]:
         elif key == "attributes":
             out["attributes"] = message_attributes.encode(_attributes(value))
         elif key == "timezone":
-            expressions.zone(value)
-            out["timezone"] = value
+            out["timezone"] = _timezone(value)
         elif key in ("start", "end"):
             out[f"{key}_at"] = None if value is None else _moment(key, value)
         elif key == "flexible_window":
@@ -146,6 +145,25 @@ def checked(values: Mapping[str, Any]) -> dict[str, Any]:
                 reason=Reason.UNKNOWN,
             )
     return out
+
+
+#: Names tzdata gives a host's own setting: another host (another scheduler) reads them otherwise.
+_HOST_ZONES = ("localtime", "posixrules")
+
+
+def _timezone(name: object) -> str:
+    """``name`` as a schedule's time zone: an IANA name (``expressions.zone``) that means the same on every
+    host, so that every scheduler counts the same ticks (``localtime`` is refused: it is each host's)."""
+    if isinstance(name, str) and name in _HOST_ZONES:
+        raise InvalidParameterValue(
+            template="{parameter} {value!r} is this host's own setting, which another scheduler's host reads "
+            "otherwise; name the zone, such as UTC or Europe/Paris",
+            parameter="timezone",
+            value=name,
+            reason=Reason.FORM,
+        )
+    expressions.zone(name)
+    return str(name)
 
 
 #: ``start`` and ``end`` lie within the years an expression can name (epoch ms).

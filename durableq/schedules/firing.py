@@ -13,7 +13,8 @@ Missed ticks (no scheduler ran): ``catch_up="all"`` sends each one, oldest first
 send, for the latest; ``"none"`` sends a tick only while it is at most ``limits.SCHEDULE_LATE_GRACE``
 seconds past its send time.  A tick that cannot be sent (its queue was
 deleted, its message is too large for it) is logged as an error and skipped: it would fail the same
-way at every round.
+way at every round.  A schedule this host cannot read (a time zone its tzdata lacks) is logged and
+left for this round: the other schedules fire, and a scheduler that can read it sends its tick.
 """
 
 from __future__ import annotations
@@ -63,7 +64,17 @@ def fire_due(rt: Runtime) -> FiringRound:
         due = rows.due(conn, now, limits.SCHEDULER_BATCH)
     sent: list[ScheduledSend] = []
     for row in due:
-        sent.extend(_fire(rt, row, now))
+        try:
+            sent.extend(_fire(rt, row, now))
+        except DatabaseError:
+            raise
+        except DurableQError as exc:  # its time zone unknown to this host's tzdata, say: not the others'
+            log.error(
+                "schedule %s cannot be read on this host (%s: %s); it is skipped in this round",
+                row.name,
+                exc.code,
+                exc,
+            )
     with rt.db.statement() as conn:
         soonest = rows.next_due(conn)
     return FiringRound(sent, None if soonest is None else datetime_from_ms(soonest))

@@ -13,8 +13,11 @@ Missed ticks (no scheduler ran): ``catch_up="all"`` sends each one, oldest first
 send, for the latest; ``"none"`` sends a tick only while it is at most ``limits.SCHEDULE_LATE_GRACE``
 seconds past its send time.  A tick that cannot be sent (its queue was
 deleted, its message is too large for it) is logged as an error and skipped: it would fail the same
-way at every round.  A schedule this host cannot read (a time zone its tzdata lacks) is logged and
-left for this round: the other schedules fire, and a scheduler that can read it sends its tick.
+way at every round.  A tick that this scheduler cannot send but another may (no keyring for an
+encrypted queue, no payload store for a large message) is not claimed: it is logged, once a round,
+and stays due for a scheduler that can.  A schedule this host cannot read (a time zone its tzdata
+lacks) is logged and left for this round: the other schedules fire, and a scheduler that can read it
+sends its tick.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from datetime import datetime
 
 from .. import limits
 from .. import transaction as transactions
-from ..errors import DatabaseError, DurableQError
+from ..errors import DatabaseError, DurableQError, InvalidParameterValue, KmsAccessDenied, KmsNotFound
 from ..ops import attributes as message_attributes
 from ..ops import broker_calls
 from ..ops import schedules as rows
@@ -116,7 +119,8 @@ def _claim_and_send(
     rt: Runtime, row: rows.ScheduleRow, tick: int, send: bool, following: int | None, send_at: int | None
 ) -> ScheduledSend | bool | None:
     """Claim ``tick`` and send it, in one transaction: the send, True (claimed, nothing to send) or
-    False (claimed, its send failed and was skipped), or None (another caller claimed it)."""
+    False (claimed, its send failed and was skipped), or None (another caller claimed it, or this
+    scheduler cannot send it: see :func:`_not_here`)."""
     try:
         fifo = broker_calls.is_fifo(rt, row.queue) if send else False  # (read before the transaction)
         with transactions.begin(rt) as tx:
@@ -131,6 +135,17 @@ def _claim_and_send(
     except DatabaseError:
         raise
     except DurableQError as exc:
+        if _not_here(exc):  # (the transaction rolled back: the tick is not claimed)
+            log.warning(
+                "schedule %s: this scheduler cannot send the tick %s to %s (%s: %s); it stays due for "
+                "a scheduler that can",
+                row.name,
+                iso(tick),
+                row.queue,
+                exc.code,
+                exc,
+            )
+            return None
         log.error(
             "schedule %s: the tick %s could not be sent to %s (%s: %s); it is skipped",
             row.name,
@@ -143,6 +158,15 @@ def _claim_and_send(
             return False if rows.claim(conn, row, following, send_at, None) else None
     log.info("schedule %s: sent tick %s to %s (message %s)", row.name, iso(tick), row.queue, message_id)
     return ScheduledSend(row.name, row.queue, datetime_from_ms(tick), message_id)
+
+
+def _not_here(exc: DurableQError) -> bool:
+    """Whether ``exc`` says that this scheduler, not the tick, cannot send: its broker lacks the keyring
+    (or the key) of an encrypted queue, or the payload store of a large message, which another
+    scheduler's broker may have.  Such a tick is left unclaimed, not skipped."""
+    return isinstance(exc, (KmsAccessDenied, KmsNotFound)) or (
+        isinstance(exc, InvalidParameterValue) and exc.parameter == "payload_dir"
+    )
 
 
 def _send(rt: Runtime, row: rows.ScheduleRow, tick: int, fifo: bool, tx: transactions.Transaction) -> str:

@@ -83,12 +83,6 @@ def test_catching_up_the_latest_cron_tick_does_not_walk_every_missed_minute(
     assert calls < 100  # the latest tick found without a step per missed minute
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="adversary 33: catch_up='all' with a tick that cannot be sent (queue deleted) skips every "
-    "missed tick in one round, one transaction and one error line each: SCHEDULER_BATCH bounds only "
-    "ticks sent",
-)
 def test_a_round_of_failing_ticks_is_bounded_by_the_batch(
     broker: durableq.Broker, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:

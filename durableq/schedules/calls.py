@@ -109,7 +109,8 @@ class ScheduleCalls:
             audit.succeeded(conn, self._rt.now_ms(), {"schedule": name}, queue=queue)
 
     def fire_due_schedules(self) -> FiringRound:
-        """Claim and send every due tick (at most ``limits.SCHEDULER_BATCH``): what a scheduler does
+        """Claim and send every due tick (at most ``limits.SCHEDULER_BATCH`` claimed, sent or skipped;
+        the next round takes the rest): what a scheduler does
         in each round.  Each tick is claimed and sent in one transaction, so of several callers at
         once one sends it; returns what was sent and when the next tick is due."""
         return firing.fire_due(self._rt)

@@ -66,9 +66,14 @@ def fire_due(rt: Runtime) -> FiringRound:
     with rt.db.statement() as conn:
         due = rows.due(conn, now, limits.SCHEDULER_BATCH)
     sent: list[ScheduledSend] = []
+    claimed = 0  # ticks claimed in this round, sent or not: what limits.SCHEDULER_BATCH bounds
     for row in due:
+        if claimed >= limits.SCHEDULER_BATCH:
+            break  # the next round takes the rest
         try:
-            sent.extend(_fire(rt, row, now))
+            sent_now, claimed_now = _fire(rt, row, now, limits.SCHEDULER_BATCH - claimed)
+            sent.extend(sent_now)
+            claimed += claimed_now
         except DatabaseError:
             raise
         except DurableQError as exc:  # its time zone unknown to this host's tzdata, say: not the others'
@@ -83,11 +88,13 @@ def fire_due(rt: Runtime) -> FiringRound:
     return FiringRound(sent, None if soonest is None else datetime_from_ms(soonest))
 
 
-def _fire(rt: Runtime, row: rows.ScheduleRow, now: int) -> list[ScheduledSend]:
-    """The ticks of ``row`` due at ``now``, claimed and sent (nothing if another scheduler claimed
-    them first)."""
+def _fire(rt: Runtime, row: rows.ScheduleRow, now: int, budget: int) -> tuple[list[ScheduledSend], int]:
+    """The ticks of ``row`` due at ``now``, at most ``budget`` of them, claimed and sent (nothing if
+    another scheduler claimed them first); and how many were claimed (sent, missed or failed: each
+    costs the round a transaction)."""
     sent: list[ScheduledSend] = []
-    while len(sent) < limits.SCHEDULER_BATCH and row.send_at is not None and row.send_at <= now:
+    claimed = 0
+    while claimed < budget and row.send_at is not None and row.send_at <= now:
         assert row.next_fire_at is not None
         if row.catch_up == "all":
             tick, send = row.next_fire_at, True
@@ -103,6 +110,7 @@ def _fire(rt: Runtime, row: rows.ScheduleRow, now: int) -> list[ScheduledSend]:
         done = _claim_and_send(rt, row, tick, send, following, send_at)
         if done is None:
             break  # another scheduler (or a change) got there first: its round goes on from here
+        claimed += 1
         if isinstance(done, ScheduledSend):
             sent.append(done)
         row = replace(
@@ -112,7 +120,7 @@ def _fire(rt: Runtime, row: rows.ScheduleRow, now: int) -> list[ScheduledSend]:
             version=row.version + 1,
             last_fire_at=tick if send else row.last_fire_at,
         )
-    return sent
+    return sent, claimed
 
 
 def _claim_and_send(

@@ -96,17 +96,25 @@ def test_a_round_of_failing_ticks_is_bounded_by_the_batch(
     assert skipped <= limits.SCHEDULER_BATCH
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="adversary 33: create_schedule takes a body its queue can never accept (over "
-    "maximum_message_size with the two DurableQ.* attributes): every tick is then logged and skipped",
-)
 def test_a_body_too_large_for_the_queue_is_refused_when_the_schedule_is_made(
     broker: durableq.Broker,
 ) -> None:
     broker.create_queue("jobs", maximum_message_size=1_024)
     with pytest.raises(durableq.InvalidParameterValue):
         broker.create_schedule("s", "jobs", "rate(1 minute)", "x" * 1_024)
+
+
+def test_a_body_that_just_fits_is_taken_and_sent_and_one_byte_more_is_refused_by_update(
+    broker: durableq.Broker,
+) -> None:
+    jobs = broker.create_queue("jobs", maximum_message_size=1_024)
+    names = "DurableQ.ScheduleName" + "String" + "s" + "DurableQ.ScheduledTime" + "String" + at(0)
+    fits = "x" * (1_024 - len(names))  # the size rule exactly as a send counts it
+    broker.create_schedule("s", "jobs", "rate(1 minute)", fits)
+    with pytest.raises(durableq.InvalidParameterValue, match="1025 bytes.*at most 1024"):
+        broker.update_schedule("s", body=fits + "x")
+    assert [s.schedule for s in broker.fire_due_schedules().sent] == ["s"]
+    assert [m.body for m in jobs.receive(10)] == [fits]
 
 
 def test_a_scheduler_without_the_keyring_does_not_burn_an_encrypted_queues_ticks(

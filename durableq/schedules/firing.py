@@ -28,13 +28,14 @@ from datetime import datetime
 
 from .. import limits
 from .. import transaction as transactions
-from ..errors import DatabaseError, DurableQError, InvalidParameterValue, KmsAccessDenied, KmsNotFound
+from ..engines.base import Connection
+from ..errors import DatabaseError, DurableQError, InvalidParameterValue, KmsAccessDenied, KmsNotFound, Reason
 from ..ops import attributes as message_attributes
 from ..ops import broker_calls
 from ..ops import schedules as rows
 from ..ops.runtime import Runtime
 from ..queue import Queue
-from ..types import datetime_from_ms
+from ..types import Attribute, datetime_from_ms
 from . import definition
 from .expressions import iso
 
@@ -177,13 +178,36 @@ def _not_here(exc: DurableQError) -> bool:
     )
 
 
+def _attributes(row: rows.ScheduleRow, tick: int) -> dict[str, Attribute]:
+    """A tick's message attributes: the schedule's, and durableq's two (its name and the tick)."""
+    attributes = dict(message_attributes.decode(row.attributes))
+    ours = {limits.SCHEDULE_NAME_ATTRIBUTE: row.name, limits.SCHEDULED_TIME_ATTRIBUTE: iso(tick)}
+    attributes.update(message_attributes.normalize(ours))
+    return attributes
+
+
+def check_size(rt: Runtime, conn: Connection, row: rows.ScheduleRow) -> None:
+    """InvalidParameterValue if a tick's message (the body and :func:`_attributes`, counted as a send
+    counts them) is larger than ``row``'s queue takes, which would skip every tick; QueueDoesNotExist
+    if there is no such queue.  A queue with ``large_payloads`` takes it whatever its size."""
+    queue = rt.catalog.get(conn, row.queue)
+    size = len(row.body.encode("utf-8")) + message_attributes.size(_attributes(row, row.anchor_at))
+    if size > queue.maximum_message_size and not queue.large_payloads:
+        raise InvalidParameterValue(
+            template="each tick's message would be {value} bytes (the body, its attributes and durableq's "
+            "two, counted as a send counts them); queue {queue!r} allows at most {high}",
+            parameter="body",
+            value=size,
+            high=queue.maximum_message_size,
+            queue=row.queue,
+            reason=Reason.TOO_LARGE,
+        )
+
+
 def _send(rt: Runtime, row: rows.ScheduleRow, tick: int, fifo: bool, tx: transactions.Transaction) -> str:
-    attributes: dict[str, object] = dict(message_attributes.decode(row.attributes))
-    attributes[limits.SCHEDULE_NAME_ATTRIBUTE] = row.name
-    attributes[limits.SCHEDULED_TIME_ATTRIBUTE] = iso(tick)
     result = Queue(rt, row.queue, fifo).send(
         row.body,
-        attributes=attributes,  # type: ignore[arg-type]
+        attributes=_attributes(row, tick),
         group_id=row.name if fifo else None,
         deduplication_id=f"{row.name}@{iso(tick)}" if fifo else None,
         transaction=tx,

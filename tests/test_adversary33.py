@@ -111,7 +111,7 @@ def test_a_body_that_just_fits_is_taken_and_sent_and_one_byte_more_is_refused_by
     names = "DurableQ.ScheduleName" + "String" + "s" + "DurableQ.ScheduledTime" + "String" + at(0)
     fits = "x" * (1_024 - len(names))  # the size rule exactly as a send counts it
     broker.create_schedule("s", "jobs", "rate(1 minute)", fits)
-    with pytest.raises(durableq.InvalidParameterValue, match="1025 bytes.*at most 1024"):
+    with pytest.raises(durableq.InvalidParameterValue, match=r"1025 bytes.*at most 1024"):
         broker.update_schedule("s", body=fits + "x")
     assert [s.schedule for s in broker.fire_due_schedules().sent] == ["s"]
     assert [m.body for m in jobs.receive(10)] == [fits]

@@ -174,9 +174,9 @@ def _moment(name: str, value: object) -> int:
     moment = validation.moment(name, value)
     if not 0 <= moment <= _LAST_MOMENT:
         raise InvalidParameterValue(
-            template="{parameter} must be from 1970 to the end of {high}; got {value!r}",
+            template="{parameter} must be from 1970 to the end of {high}; got {value}",
             parameter=name,
-            value=value,
+            value=value.isoformat() if isinstance(value, datetime) else value,  # (not a repr)
             high=limits.MAX_CRON_YEAR,
             reason=Reason.RANGE,
         )
@@ -214,9 +214,9 @@ def check_times(row: ScheduleRow) -> None:
     """``start`` before ``end``, and a size the queue will take (checked again at each send)."""
     if row.start_at is not None and row.end_at is not None and row.end_at <= row.start_at:
         raise InvalidParameterValue(
-            template="{parameter} must come after start; got {value!r}",
+            template=f"{{parameter}} must come after start ({expressions.iso(row.start_at)}); got {{value}}",
             parameter="end",
-            value=datetime_from_ms(row.end_at),
+            value=expressions.iso(row.end_at),
             reason=Reason.CONFLICT,
         )
 

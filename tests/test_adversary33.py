@@ -187,12 +187,6 @@ def test_an_at_in_the_skipped_spring_hour_is_skipped_like_a_cron_tick(broker: du
         broker.create_schedule("b", "jobs", "at(2027-03-28T01:30:00)", "x", timezone="Europe/London")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="adversary 33: a change of the timetable (here only end=) or a pause and resume in the second "
-    "of a tick already sent counts 'afresh from now' from the start of that second, ignoring last_fire: "
-    "the tick is sent a second time",
-)
 def test_a_change_or_a_resume_in_the_second_of_a_tick_does_not_send_it_again(
     broker: durableq.Broker, clock: FakeClock
 ) -> None:

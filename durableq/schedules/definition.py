@@ -248,8 +248,10 @@ def send_time(tick: int | None, window: int) -> int | None:
 
 def current_tick(row: ScheduleRow, now: int) -> int | None:
     """The tick a schedule made or changed at ``now`` fires first: the first from the current second
-    on (a new rate's anchor is now, on a whole second: its first tick is at once)."""
-    return next_tick(row, max(now - 1000, row.anchor_at - 1))
+    on (a new rate's anchor is now, on a whole second: its first tick is at once), and after the last
+    tick sent (a change or a resume in the second of a tick sent does not send it again)."""
+    last = -1 if row.last_fire_at is None else row.last_fire_at
+    return next_tick(row, max(now - 1000, row.anchor_at - 1, last))
 
 
 def scheduled(row: ScheduleRow, now: int) -> ScheduleRow:

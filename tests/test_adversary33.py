@@ -173,11 +173,6 @@ def test_a_host_dependent_time_zone_is_refused(broker: durableq.Broker, zone: st
     assert broker.get_schedule("s").timezone == "UTC"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="adversary 33: at() of a wall-clock time the spring change skips is not skipped (as the "
-    "guide says cron(...) and at(...) both are): it is taken, and fires at 02:30 BST, a time not written",
-)
 def test_an_at_in_the_skipped_spring_hour_is_skipped_like_a_cron_tick(broker: durableq.Broker) -> None:
     broker.create_queue("jobs")
     # Europe/London, 2027-03-28: 01:00 GMT jumps to 02:00 BST; 01:30 does not exist that night

@@ -197,11 +197,6 @@ def test_a_change_or_a_resume_in_the_second_of_a_tick_does_not_send_it_again(
     assert scheduled_times(jobs) == [at(0)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="adversary 33: update_schedule(flexible_window=0) keeps the send time drawn in the old window: "
-    "the pending tick still goes out up to the old window late",
-)
 def test_a_narrower_flexible_window_applies_to_the_pending_tick(
     broker: durableq.Broker, clock: FakeClock
 ) -> None:

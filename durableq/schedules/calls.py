@@ -196,6 +196,8 @@ def _update(rt: Runtime, name: str, given: dict[str, Any]) -> Schedule:
             _check_ticks(row, now)
         elif not row.enabled:
             row = replace(row, send_at=None)
+        elif "flexible_window" in given:
+            row = replace(row, send_at=definition.narrowed(row))
         firing.check_size(rt, conn, row)
         rows.update(conn, row)
         audit.succeeded(conn, now, {"schedule": name, "changed": sorted(given)}, queue=row.queue)

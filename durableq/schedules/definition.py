@@ -246,6 +246,16 @@ def send_time(tick: int | None, window: int) -> int | None:
     return tick + random.randrange(window * 1000)
 
 
+def narrowed(row: ScheduleRow) -> int | None:
+    """The pending tick's send time under ``row``'s (changed) flexible window: the one drawn if it is
+    within it, else one drawn anew (a window made narrower applies to the pending tick too)."""
+    if row.next_fire_at is None or row.send_at is None:
+        return row.send_at
+    if row.send_at < row.next_fire_at + max(row.flexible_window * 1000, 1):
+        return row.send_at
+    return send_time(row.next_fire_at, row.flexible_window)
+
+
 def current_tick(row: ScheduleRow, now: int) -> int | None:
     """The tick a schedule made or changed at ``now`` fires first: the first from the current second
     on (a new rate's anchor is now, on a whole second: its first tick is at once), and after the last

@@ -224,9 +224,8 @@ def check_times(row: ScheduleRow) -> None:
 def next_tick(row: ScheduleRow, after: int) -> int | None:
     """The schedule's first tick after ``after`` (epoch ms), within ``start`` and ``end``."""
     expression = expressions.parse(row.expression)
-    tick = expressions.first_tick(
-        expression, expressions.zone(row.timezone), row.anchor_at, row.start_at, after
-    )
+    bound = after if row.start_at is None else max(after, row.start_at - 1)  # not before start
+    tick = expression.following(bound, expressions.zone(row.timezone), row.anchor_at)
     if tick is None or (row.end_at is not None and tick > row.end_at):
         return None
     return tick

@@ -81,10 +81,18 @@ class Expression:
         raise NotImplementedError
 
     def latest(self, tick: int, until: int, tz: ZoneInfo, anchor: int) -> int:
-        """The last tick at or before ``until``, from ``tick`` (a tick at or before it) on."""
-        while (later := self.following(tick, tz, anchor)) is not None and later <= until:
-            tick = later
-        return tick
+        """The last tick at or before ``until`` from ``tick`` on, sought back in doubling steps."""
+        step = 1000
+        while True:
+            probe = max(tick, until - step)
+            later = self.following(probe, tz, anchor)
+            if later is not None and later <= until:  # the latest is in (probe, until]: a few ticks
+                while (after := self.following(later, tz, anchor)) is not None and after <= until:
+                    later = after
+                return later
+            if probe == tick:
+                return tick
+            step *= 2
 
 
 @dataclass(frozen=True)
@@ -390,11 +398,3 @@ def wall_moment(wall: datetime, tz: ZoneInfo) -> int | None:
 def iso(ms: int) -> str:
     """An epoch-millisecond tick as ISO 8601 in UTC, to the second (``2026-12-01T10:00:00Z``)."""
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def first_tick(
-    expression: Expression, tz: ZoneInfo, anchor: int, start: int | None, after: int
-) -> int | None:
-    """The first tick of ``expression`` after ``after`` and not before ``start``."""
-    bound = after if start is None else max(after, start - 1)
-    return expression.following(bound, tz, anchor)

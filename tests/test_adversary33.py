@@ -36,8 +36,9 @@ def scheduled_times(queue: durableq.Queue) -> list[str]:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="adversary 33: a scheduler whose clock is ahead sends a future tick early and claims every "
-    "tick before it as missed: under catch_up='latest' they are never sent by any scheduler",
+    reason="adversary 33, a documented limitation (docs/guides/schedules.md, Running schedulers): a "
+    "scheduler fires by its own clock, so schedulers' clocks must agree (NTP); one an hour ahead sends a "
+    "future tick early and, under catch_up='latest', the ticks before it are never sent",
 )
 def test_a_scheduler_whose_clock_is_ahead_loses_ticks_for_every_scheduler(
     target: str, clock: FakeClock

@@ -67,4 +67,6 @@ class Scheduler:
         if fired.next_due is None:
             return self.poll_interval
         until = fired.next_due.timestamp() - self.broker.options.clock()
+        if until <= 0 and not fired.sent:
+            return self.poll_interval  # a tick due that this round could not send: not a busy loop
         return min(self.poll_interval, max(until, 0.0))

@@ -36,8 +36,9 @@ def scheduled_times(queue: durableq.Queue) -> list[str]:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="adversary 33: a scheduler whose clock is ahead sends a future tick early and claims every "
-    "tick before it as missed: under catch_up='latest' they are never sent by any scheduler",
+    reason="adversary 33, a documented limitation (docs/guides/schedules.md, Running schedulers): a "
+    "scheduler fires by its own clock, so schedulers' clocks must agree (NTP); one an hour ahead sends a "
+    "future tick early and, under catch_up='latest', the ticks before it are never sent",
 )
 def test_a_scheduler_whose_clock_is_ahead_loses_ticks_for_every_scheduler(
     target: str, clock: FakeClock
@@ -57,11 +58,6 @@ def test_a_scheduler_whose_clock_is_ahead_loses_ticks_for_every_scheduler(
         assert scheduled_times(jobs) == [at(600 * n) for n in range(7)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="adversary 33: catch_up='latest' after downtime walks every missed cron tick one by one "
-    "(about 1 ms each): an every-minute cron down for 30 days costs ~40 s of CPU in one round",
-)
 def test_catching_up_the_latest_cron_tick_does_not_walk_every_missed_minute(
     broker: durableq.Broker, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -83,12 +79,6 @@ def test_catching_up_the_latest_cron_tick_does_not_walk_every_missed_minute(
     assert calls < 100  # the latest tick found without a step per missed minute
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="adversary 33: catch_up='all' with a tick that cannot be sent (queue deleted) skips every "
-    "missed tick in one round, one transaction and one error line each: SCHEDULER_BATCH bounds only "
-    "ticks sent",
-)
 def test_a_round_of_failing_ticks_is_bounded_by_the_batch(
     broker: durableq.Broker, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -102,11 +92,6 @@ def test_a_round_of_failing_ticks_is_bounded_by_the_batch(
     assert skipped <= limits.SCHEDULER_BATCH
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="adversary 33: create_schedule takes a body its queue can never accept (over "
-    "maximum_message_size with the two DurableQ.* attributes): every tick is then logged and skipped",
-)
 def test_a_body_too_large_for_the_queue_is_refused_when_the_schedule_is_made(
     broker: durableq.Broker,
 ) -> None:
@@ -115,11 +100,19 @@ def test_a_body_too_large_for_the_queue_is_refused_when_the_schedule_is_made(
         broker.create_schedule("s", "jobs", "rate(1 minute)", "x" * 1_024)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="adversary 33: a scheduler opened without the keyring claims the ticks of an encrypted "
-    "queue and skips them (EncryptionError logged): a scheduler that has the keyring never sends them",
-)
+def test_a_body_that_just_fits_is_taken_and_sent_and_one_byte_more_is_refused_by_update(
+    broker: durableq.Broker,
+) -> None:
+    jobs = broker.create_queue("jobs", maximum_message_size=1_024)
+    names = "DurableQ.ScheduleName" + "String" + "s" + "DurableQ.ScheduledTime" + "String" + at(0)
+    fits = "x" * (1_024 - len(names))  # the size rule exactly as a send counts it
+    broker.create_schedule("s", "jobs", "rate(1 minute)", fits)
+    with pytest.raises(durableq.InvalidParameterValue, match=r"1025 bytes.*at most 1024"):
+        broker.update_schedule("s", body=fits + "x")
+    assert [s.schedule for s in broker.fire_due_schedules().sent] == ["s"]
+    assert [m.body for m in jobs.receive(10)] == [fits]
+
+
 def test_a_scheduler_without_the_keyring_does_not_burn_an_encrypted_queues_ticks(
     target: str, clock: FakeClock, tmp_path: Path
 ) -> None:
@@ -136,11 +129,22 @@ def test_a_scheduler_without_the_keyring_does_not_burn_an_encrypted_queues_ticks
         assert scheduled_times(orders) == [at(0)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="adversary 33: one schedule whose time zone this host cannot load (an older tzdata than the "
-    "host that made it) fails the whole round: every other schedule's tick waits behind it forever",
-)
+def test_a_scheduler_that_cannot_send_a_due_tick_waits_its_poll_interval(
+    target: str, clock: FakeClock, tmp_path: Path
+) -> None:
+    ring = durableq.Keyring(tmp_path / "keys.json")
+    ring.create("orders")
+    with (
+        durableq.open(target, clock=clock, durability="normal", keyring=ring) as keyed,
+        durableq.open(target, clock=clock, durability="normal") as keyless,
+    ):
+        keyed.create_queue("orders", kms_master_key_id="alias/orders")
+        keyed.create_schedule("s", "orders", "rate(1 minute)", "secret")
+        scheduler = durableq.Scheduler(keyless, poll_interval=2)
+        assert scheduler._round() == 2  # the tick still due: not a loop that sleeps 0 s between rounds
+        assert keyed.get_schedule("s").next_fire == T0
+
+
 def test_one_schedule_this_host_cannot_read_does_not_stop_the_others(
     broker: durableq.Broker, target: str
 ) -> None:
@@ -154,11 +158,17 @@ def test_one_schedule_this_host_cannot_read_does_not_stop_the_others(
     assert [m.body for m in jobs.receive(10)] == ["b"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="adversary 33: at() of a wall-clock time the spring change skips is not skipped (as the "
-    "guide says cron(...) and at(...) both are): it is taken, and fires at 02:30 BST, a time not written",
-)
+@pytest.mark.parametrize("zone", ["localtime", "posixrules"])
+def test_a_host_dependent_time_zone_is_refused(broker: durableq.Broker, zone: str) -> None:
+    broker.create_queue("jobs")
+    with pytest.raises(durableq.InvalidParameterValue, match="this host's own setting"):
+        broker.create_schedule("s", "jobs", "rate(1 minute)", "x", timezone=zone)
+    broker.create_schedule("s", "jobs", "rate(1 minute)", "x")
+    with pytest.raises(durableq.InvalidParameterValue, match="this host's own setting"):
+        broker.update_schedule("s", timezone=zone)
+    assert broker.get_schedule("s").timezone == "UTC"
+
+
 def test_an_at_in_the_skipped_spring_hour_is_skipped_like_a_cron_tick(broker: durableq.Broker) -> None:
     broker.create_queue("jobs")
     # Europe/London, 2027-03-28: 01:00 GMT jumps to 02:00 BST; 01:30 does not exist that night
@@ -168,12 +178,6 @@ def test_an_at_in_the_skipped_spring_hour_is_skipped_like_a_cron_tick(broker: du
         broker.create_schedule("b", "jobs", "at(2027-03-28T01:30:00)", "x", timezone="Europe/London")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="adversary 33: a change of the timetable (here only end=) or a pause and resume in the second "
-    "of a tick already sent counts 'afresh from now' from the start of that second, ignoring last_fire: "
-    "the tick is sent a second time",
-)
 def test_a_change_or_a_resume_in_the_second_of_a_tick_does_not_send_it_again(
     broker: durableq.Broker, clock: FakeClock
 ) -> None:
@@ -189,11 +193,6 @@ def test_a_change_or_a_resume_in_the_second_of_a_tick_does_not_send_it_again(
     assert scheduled_times(jobs) == [at(0)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="adversary 33: update_schedule(flexible_window=0) keeps the send time drawn in the old window: "
-    "the pending tick still goes out up to the old window late",
-)
 def test_a_narrower_flexible_window_applies_to_the_pending_tick(
     broker: durableq.Broker, clock: FakeClock
 ) -> None:
@@ -205,11 +204,6 @@ def test_a_narrower_flexible_window_applies_to_the_pending_tick(
     assert scheduled_times(jobs) == [at(3_600)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="adversary 33: a PostgreSQL scheduler opened without a payload store claims the ticks of a "
-    "large-payload schedule and skips them; the scheduler that has the store never sends them",
-)
 def test_a_scheduler_without_a_payload_store_does_not_burn_large_ticks(
     target: str, clock: FakeClock, db_path: Path
 ) -> None:
@@ -227,12 +221,6 @@ def test_a_scheduler_without_a_payload_store_does_not_burn_large_ticks(
         assert scheduled_times(big) == [at(0)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="adversary 33: the claim guards on (name, version) and a new schedule starts at version 0: a "
-    "schedule deleted and made again between a round's read and its claim is claimed with the old row's "
-    "version, and the deleted definition's body is sent (ABA)",
-)
 def test_a_schedule_deleted_and_made_again_mid_round_is_not_sent_as_the_old_one(
     target: str, clock: FakeClock
 ) -> None:
@@ -266,3 +254,19 @@ def test_a_schedule_deleted_and_made_again_mid_round_is_not_sent_as_the_old_one(
         bodies = sorted(m.body for m in jobs.receive(10))
         assert bodies == ["a"]  # not "old b": that schedule was deleted before its tick was claimed
         assert user.get_schedule("b").next_fire == T0 + timedelta(days=1)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["cron(* * * * ? *)", "cron(0/7 9-10 ? * MON-FRI *)", "cron(30 1 L * ? *)", "at(2027-01-20T10:00:00)"],
+)
+def test_the_latest_tick_sought_back_is_the_one_a_walk_tick_by_tick_finds(text: str) -> None:
+    parsed, zone, start = expressions.parse(text), expressions.zone("Europe/London"), int(START * 1000)
+    tick = parsed.following(start - 1, zone, start)
+    assert tick is not None
+    for days in (0.001, 0.3, 1.2) if text.startswith("cron(*") else (0.001, 0.3, 1.2, 5.5, 40, 100):
+        until = start + int(days * 86_400_000)
+        walked = tick
+        while (later := parsed.following(walked, zone, start)) is not None and later <= until:
+            walked = later
+        assert parsed.latest(tick, until, zone, start) == walked

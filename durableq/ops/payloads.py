@@ -48,7 +48,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from .. import limits
 from ..engines import forks
 from ..engines.base import Connection, Database
-from ..errors import DatabaseError, DurableQError, InvalidParameterValue, MessageCorrupt
+from ..errors import DatabaseError, DurableQError, InvalidParameterValue, MessageCorrupt, Reason
 from .payload_folder import Folder
 from .payload_owner import Owner
 
@@ -111,7 +111,9 @@ class PayloadStore:
         if self.folder is None:
             raise InvalidParameterValue(
                 "this broker has no payload store: on a PostgreSQL database, open it with "
-                "payload_dir= (CLI: --payload-dir), a folder every host that uses the queue shares"
+                "payload_dir= (CLI: --payload-dir), a folder every host that uses the queue shares",
+                parameter="payload_dir",
+                reason=Reason.MISSING,
             )
         return self.folder
 

@@ -4,7 +4,10 @@ What a schedule means (its expression, its next tick) is ``durableq/schedules/``
 stores it.  Every change and every claimed tick adds one to the row's ``version``, and each is an
 UPDATE guarded by the version its caller read: of several schedulers (or a scheduler and an
 ``update_schedule``) reading the same row, one UPDATE matches and the others match nothing, so a tick
-is claimed once, and a claim never applies to a schedule changed since it was read.
+is claimed once, and a claim never applies to a schedule changed since it was read.  A claim is
+guarded on the whole row as read, not the version alone: a schedule deleted and made again (at version
+0, perhaps in the same millisecond) between a round's read and its claim is another row, and its tick
+is not claimed as the old one's.
 """
 
 from __future__ import annotations
@@ -34,7 +37,12 @@ _UPDATE = (
 _CLAIM = (
     "UPDATE durableq_schedules SET next_fire_at = :next_fire_at, send_at = :send_at, "
     "last_fire_at = COALESCE(:last_fire_at, last_fire_at), version = version + 1 "
-    "WHERE name = :name AND version = :version"
+    "WHERE name = :name AND version = :version AND created_at = :created_at AND updated_at = :updated_at "
+    "AND queue = :queue AND expression = :expression AND body = :body AND timezone = :timezone "
+    "AND anchor_at = :anchor_at AND flexible_window = :flexible_window AND catch_up = :catch_up "
+    "AND next_fire_at = :read_next_fire_at AND send_at = :read_send_at "
+    "AND COALESCE(attributes, '') = COALESCE(:attributes, '') "
+    "AND COALESCE(start_at, -1) = COALESCE(:start_at, -1) AND COALESCE(end_at, -1) = COALESCE(:end_at, -1)"
 )
 #: Due rows: enabled, with a tick whose send time has come (the index ix_schedules_due).
 _DUE = f"{_SELECT} WHERE enabled = TRUE AND send_at <= :now ORDER BY send_at LIMIT :limit"
@@ -147,11 +155,13 @@ def claim(
     send_at: int | None,
     last_fire_at: int | None,
 ) -> bool:
-    """Move ``row``'s schedule on to its next tick, if it is still at the version read: True for the
-    one caller whose claim matched (it then sends the tick, in the same transaction)."""
+    """Move ``row``'s schedule on to its next tick, if it is still the row read (every column, not only
+    the version: see the module): True for the one caller whose claim matched (it then sends the tick,
+    in the same transaction)."""
     params = {
-        "name": row.name,
-        "version": row.version,
+        **row.values(),
+        "read_next_fire_at": row.next_fire_at,
+        "read_send_at": row.send_at,
         "next_fire_at": next_fire_at,
         "send_at": send_at,
         "last_fire_at": last_fire_at,

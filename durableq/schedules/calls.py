@@ -109,14 +109,14 @@ class ScheduleCalls:
             audit.succeeded(conn, self._rt.now_ms(), {"schedule": name}, queue=queue)
 
     def fire_due_schedules(self) -> FiringRound:
-        """Claim and send every due tick (at most ``limits.SCHEDULER_BATCH``): what a scheduler does
-        in each round.  Each tick is claimed and sent in one transaction, so of several callers at
-        once one sends it; returns what was sent and when the next tick is due."""
+        """Claim and send every due tick (at most ``limits.SCHEDULER_BATCH`` claimed, sent or skipped;
+        the next round takes the rest): what a scheduler does in each round.  Each tick is claimed and
+        sent in one transaction, so of several callers at once one sends it; returns what was sent and
+        when the next tick is due."""
         return firing.fire_due(self._rt)
 
 
 def _create(rt: Runtime, name: str, given: dict[str, Any]) -> Schedule:
-    broker_calls.is_fifo(rt, given["queue"])  # QueueDoesNotExist now, rather than a skipped tick later
     now = rt.now_ms()
     row = definition.scheduled(
         rows.ScheduleRow(
@@ -143,6 +143,8 @@ def _create(rt: Runtime, name: str, given: dict[str, Any]) -> Schedule:
     )
     _check_ticks(row, now)
     with rt.db.write() as conn:
+        # QueueDoesNotExist, or a message the queue cannot take, now rather than a skipped tick later
+        firing.check_size(rt, conn, row)
         existing = rows.find(conn, name)
         if existing is None:
             rows.insert(conn, row)
@@ -194,6 +196,9 @@ def _update(rt: Runtime, name: str, given: dict[str, Any]) -> Schedule:
             _check_ticks(row, now)
         elif not row.enabled:
             row = replace(row, send_at=None)
+        elif "flexible_window" in given:
+            row = replace(row, send_at=definition.narrowed(row))
+        firing.check_size(rt, conn, row)
         rows.update(conn, row)
         audit.succeeded(conn, now, {"schedule": name, "changed": sorted(given)}, queue=row.queue)
     return definition.schedule_of(replace(row, version=row.version + 1))

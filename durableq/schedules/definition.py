@@ -125,8 +125,7 @@ def checked(values: Mapping[str, Any]) -> dict[str, Any]:
         elif key == "attributes":
             out["attributes"] = message_attributes.encode(_attributes(value))
         elif key == "timezone":
-            expressions.zone(value)
-            out["timezone"] = value
+            out["timezone"] = _timezone(value)
         elif key in ("start", "end"):
             out[f"{key}_at"] = None if value is None else _moment(key, value)
         elif key == "flexible_window":
@@ -148,6 +147,25 @@ def checked(values: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: Names tzdata gives a host's own setting: another host (another scheduler) reads them otherwise.
+_HOST_ZONES = ("localtime", "posixrules")
+
+
+def _timezone(name: object) -> str:
+    """``name`` as a schedule's time zone: an IANA name (``expressions.zone``) that means the same on every
+    host, so that every scheduler counts the same ticks (``localtime`` is refused: it is each host's)."""
+    if isinstance(name, str) and name in _HOST_ZONES:
+        raise InvalidParameterValue(
+            template="{parameter} {value!r} is this host's own setting, which another scheduler's host reads "
+            "otherwise; name the zone, such as UTC or Europe/Paris",
+            parameter="timezone",
+            value=name,
+            reason=Reason.FORM,
+        )
+    expressions.zone(name)
+    return str(name)
+
+
 #: ``start`` and ``end`` lie within the years an expression can name (epoch ms).
 _LAST_MOMENT = int(datetime(limits.MAX_CRON_YEAR + 1, 1, 1, tzinfo=UTC).timestamp() * 1000) - 1
 
@@ -156,9 +174,9 @@ def _moment(name: str, value: object) -> int:
     moment = validation.moment(name, value)
     if not 0 <= moment <= _LAST_MOMENT:
         raise InvalidParameterValue(
-            template="{parameter} must be from 1970 to the end of {high}; got {value!r}",
+            template="{parameter} must be from 1970 to the end of {high}; got {value}",
             parameter=name,
-            value=value,
+            value=value.isoformat() if isinstance(value, datetime) else value,  # (not a repr)
             high=limits.MAX_CRON_YEAR,
             reason=Reason.RANGE,
         )
@@ -196,9 +214,9 @@ def check_times(row: ScheduleRow) -> None:
     """``start`` before ``end``, and a size the queue will take (checked again at each send)."""
     if row.start_at is not None and row.end_at is not None and row.end_at <= row.start_at:
         raise InvalidParameterValue(
-            template="{parameter} must come after start; got {value!r}",
+            template=f"{{parameter}} must come after start ({expressions.iso(row.start_at)}); got {{value}}",
             parameter="end",
-            value=datetime_from_ms(row.end_at),
+            value=expressions.iso(row.end_at),
             reason=Reason.CONFLICT,
         )
 
@@ -206,9 +224,8 @@ def check_times(row: ScheduleRow) -> None:
 def next_tick(row: ScheduleRow, after: int) -> int | None:
     """The schedule's first tick after ``after`` (epoch ms), within ``start`` and ``end``."""
     expression = expressions.parse(row.expression)
-    tick = expressions.first_tick(
-        expression, expressions.zone(row.timezone), row.anchor_at, row.start_at, after
-    )
+    bound = after if row.start_at is None else max(after, row.start_at - 1)  # not before start
+    tick = expression.following(bound, expressions.zone(row.timezone), row.anchor_at)
     if tick is None or (row.end_at is not None and tick > row.end_at):
         return None
     return tick
@@ -228,10 +245,22 @@ def send_time(tick: int | None, window: int) -> int | None:
     return tick + random.randrange(window * 1000)
 
 
+def narrowed(row: ScheduleRow) -> int | None:
+    """The pending tick's send time under ``row``'s (changed) flexible window: the one drawn if it is
+    within it, else one drawn anew (a window made narrower applies to the pending tick too)."""
+    if row.next_fire_at is None or row.send_at is None:
+        return row.send_at
+    if row.send_at < row.next_fire_at + max(row.flexible_window * 1000, 1):
+        return row.send_at
+    return send_time(row.next_fire_at, row.flexible_window)
+
+
 def current_tick(row: ScheduleRow, now: int) -> int | None:
     """The tick a schedule made or changed at ``now`` fires first: the first from the current second
-    on (a new rate's anchor is now, on a whole second: its first tick is at once)."""
-    return next_tick(row, max(now - 1000, row.anchor_at - 1))
+    on (a new rate's anchor is now, on a whole second: its first tick is at once), and after the last
+    tick sent (a change or a resume in the second of a tick sent does not send it again)."""
+    last = -1 if row.last_fire_at is None else row.last_fire_at
+    return next_tick(row, max(now - 1000, row.anchor_at - 1, last))
 
 
 def scheduled(row: ScheduleRow, now: int) -> ScheduleRow:

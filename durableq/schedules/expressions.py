@@ -16,12 +16,11 @@ The forms are EventBridge Scheduler's, so that an SQS user needs nothing new, pl
   Sunday; when both day fields are restricted, a day matching either one matches, as cron does).
 
 Daylight saving, as EventBridge Scheduler documents it: a wall-clock time that does not exist (the hour
-skipped in spring) is skipped; one that happens twice (the hour repeated in autumn) fires once, at its
-first occurrence.
+skipped in spring) is skipped, a cron tick or an at(); one that happens twice (the hour repeated in
+autumn) fires once, at its first occurrence.
 
 Why not croniter: it reads a sixth field as seconds (EventBridge's is the year), numbers day-of-week
-from 0 = Sunday (EventBridge's 1 = Sunday) and has no ``W``; an adapter would rewrite the expression
-and still miss ``W``, so this small parser is durableq's own, tested rule by rule.
+from 0 = Sunday and has no ``W``, so this small parser is durableq's own, tested rule by rule.
 """
 
 from __future__ import annotations
@@ -82,10 +81,18 @@ class Expression:
         raise NotImplementedError
 
     def latest(self, tick: int, until: int, tz: ZoneInfo, anchor: int) -> int:
-        """The last tick at or before ``until``, from ``tick`` (a tick at or before it) on."""
-        while (later := self.following(tick, tz, anchor)) is not None and later <= until:
-            tick = later
-        return tick
+        """The last tick at or before ``until`` from ``tick`` on, sought back in doubling steps."""
+        step = 1000
+        while True:
+            probe = max(tick, until - step)
+            later = self.following(probe, tz, anchor)
+            if later is not None and later <= until:  # the latest is in (probe, until]: a few ticks
+                while (after := self.following(later, tz, anchor)) is not None and after <= until:
+                    later = after
+                return later
+            if probe == tick:
+                return tick
+            step *= 2
 
 
 @dataclass(frozen=True)
@@ -110,8 +117,8 @@ class At(Expression):
     wall: datetime  # naive: the wall-clock time of the schedule's zone
 
     def following(self, after: int, tz: ZoneInfo, anchor: int) -> int | None:
-        moment = _epoch_ms(self.wall.replace(tzinfo=tz))
-        return moment if moment > after else None
+        moment = wall_moment(self.wall, tz)
+        return moment if moment is not None and moment > after else None
 
 
 @dataclass(frozen=True)
@@ -130,11 +137,8 @@ class Cron(Expression):
     def following(self, after: int, tz: ZoneInfo, anchor: int) -> int | None:
         local = datetime.fromtimestamp(after // 1000, tz).replace(tzinfo=None, second=0, microsecond=0)
         for wall in self._walls(local):
-            moment = wall.replace(tzinfo=tz)  # fold=0: the first of a repeated time (fires once)
-            if moment.astimezone(UTC).astimezone(tz).replace(tzinfo=None) != wall:
-                continue  # skipped by a daylight-saving change: EventBridge skips the tick
-            ms = _epoch_ms(moment)
-            if ms > after:
+            ms = wall_moment(wall, tz)
+            if ms is not None and ms > after:
                 return ms
         return None
 
@@ -384,14 +388,13 @@ def _week_days(expression: str, text: str, five: bool) -> tuple[str, ...]:
     return tuple(dict.fromkeys(atoms))
 
 
+def wall_moment(wall: datetime, tz: ZoneInfo) -> int | None:
+    """Naive ``wall`` in ``tz`` (epoch ms): a repeated time's first (fold=0); None for a skipped one."""
+    moment = wall.replace(tzinfo=tz)
+    exists = moment.astimezone(UTC).astimezone(tz).replace(tzinfo=None) == wall
+    return _epoch_ms(moment) if exists else None
+
+
 def iso(ms: int) -> str:
     """An epoch-millisecond tick as ISO 8601 in UTC, to the second (``2026-12-01T10:00:00Z``)."""
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def first_tick(
-    expression: Expression, tz: ZoneInfo, anchor: int, start: int | None, after: int
-) -> int | None:
-    """The first tick of ``expression`` after ``after`` and not before ``start``."""
-    bound = after if start is None else max(after, start - 1)
-    return expression.following(bound, tz, anchor)

@@ -13,7 +13,11 @@ Missed ticks (no scheduler ran): ``catch_up="all"`` sends each one, oldest first
 send, for the latest; ``"none"`` sends a tick only while it is at most ``limits.SCHEDULE_LATE_GRACE``
 seconds past its send time.  A tick that cannot be sent (its queue was
 deleted, its message is too large for it) is logged as an error and skipped: it would fail the same
-way at every round.
+way at every round.  A tick that this scheduler cannot send but another may (no keyring for an
+encrypted queue, no payload store for a large message) is not claimed: it is logged, once a round,
+and stays due for a scheduler that can.  A schedule this host cannot read (a time zone its tzdata
+lacks) is logged and left for this round: the other schedules fire, and a scheduler that can read it
+sends its tick.
 """
 
 from __future__ import annotations
@@ -24,13 +28,14 @@ from datetime import datetime
 
 from .. import limits
 from .. import transaction as transactions
-from ..errors import DatabaseError, DurableQError
+from ..engines.base import Connection
+from ..errors import DatabaseError, DurableQError, InvalidParameterValue, KmsAccessDenied, KmsNotFound, Reason
 from ..ops import attributes as message_attributes
 from ..ops import broker_calls
 from ..ops import schedules as rows
 from ..ops.runtime import Runtime
 from ..queue import Queue
-from ..types import datetime_from_ms
+from ..types import Attribute, datetime_from_ms
 from . import definition
 from .expressions import iso
 
@@ -62,18 +67,35 @@ def fire_due(rt: Runtime) -> FiringRound:
     with rt.db.statement() as conn:
         due = rows.due(conn, now, limits.SCHEDULER_BATCH)
     sent: list[ScheduledSend] = []
+    claimed = 0  # ticks claimed in this round, sent or not: what limits.SCHEDULER_BATCH bounds
     for row in due:
-        sent.extend(_fire(rt, row, now))
+        if claimed >= limits.SCHEDULER_BATCH:
+            break  # the next round takes the rest
+        try:
+            sent_now, claimed_now = _fire(rt, row, now, limits.SCHEDULER_BATCH - claimed)
+            sent.extend(sent_now)
+            claimed += claimed_now
+        except DatabaseError:
+            raise
+        except DurableQError as exc:  # its time zone unknown to this host's tzdata, say: not the others'
+            log.error(
+                "schedule %s cannot be read on this host (%s: %s); it is skipped in this round",
+                row.name,
+                exc.code,
+                exc,
+            )
     with rt.db.statement() as conn:
         soonest = rows.next_due(conn)
     return FiringRound(sent, None if soonest is None else datetime_from_ms(soonest))
 
 
-def _fire(rt: Runtime, row: rows.ScheduleRow, now: int) -> list[ScheduledSend]:
-    """The ticks of ``row`` due at ``now``, claimed and sent (nothing if another scheduler claimed
-    them first)."""
+def _fire(rt: Runtime, row: rows.ScheduleRow, now: int, budget: int) -> tuple[list[ScheduledSend], int]:
+    """The ticks of ``row`` due at ``now``, at most ``budget`` of them, claimed and sent (nothing if
+    another scheduler claimed them first); and how many were claimed (sent, missed or failed: each
+    costs the round a transaction)."""
     sent: list[ScheduledSend] = []
-    while len(sent) < limits.SCHEDULER_BATCH and row.send_at is not None and row.send_at <= now:
+    claimed = 0
+    while claimed < budget and row.send_at is not None and row.send_at <= now:
         assert row.next_fire_at is not None
         if row.catch_up == "all":
             tick, send = row.next_fire_at, True
@@ -89,6 +111,7 @@ def _fire(rt: Runtime, row: rows.ScheduleRow, now: int) -> list[ScheduledSend]:
         done = _claim_and_send(rt, row, tick, send, following, send_at)
         if done is None:
             break  # another scheduler (or a change) got there first: its round goes on from here
+        claimed += 1
         if isinstance(done, ScheduledSend):
             sent.append(done)
         row = replace(
@@ -98,14 +121,15 @@ def _fire(rt: Runtime, row: rows.ScheduleRow, now: int) -> list[ScheduledSend]:
             version=row.version + 1,
             last_fire_at=tick if send else row.last_fire_at,
         )
-    return sent
+    return sent, claimed
 
 
 def _claim_and_send(
     rt: Runtime, row: rows.ScheduleRow, tick: int, send: bool, following: int | None, send_at: int | None
 ) -> ScheduledSend | bool | None:
     """Claim ``tick`` and send it, in one transaction: the send, True (claimed, nothing to send) or
-    False (claimed, its send failed and was skipped), or None (another caller claimed it)."""
+    False (claimed, its send failed and was skipped), or None (another caller claimed it, or this
+    scheduler cannot send it: see :func:`_not_here`)."""
     try:
         fifo = broker_calls.is_fifo(rt, row.queue) if send else False  # (read before the transaction)
         with transactions.begin(rt) as tx:
@@ -120,6 +144,17 @@ def _claim_and_send(
     except DatabaseError:
         raise
     except DurableQError as exc:
+        if _not_here(exc):  # (the transaction rolled back: the tick is not claimed)
+            log.warning(
+                "schedule %s: this scheduler cannot send the tick %s to %s (%s: %s); it stays due for "
+                "a scheduler that can",
+                row.name,
+                iso(tick),
+                row.queue,
+                exc.code,
+                exc,
+            )
+            return None
         log.error(
             "schedule %s: the tick %s could not be sent to %s (%s: %s); it is skipped",
             row.name,
@@ -134,13 +169,45 @@ def _claim_and_send(
     return ScheduledSend(row.name, row.queue, datetime_from_ms(tick), message_id)
 
 
+def _not_here(exc: DurableQError) -> bool:
+    """Whether ``exc`` says that this scheduler, not the tick, cannot send: its broker lacks the keyring
+    (or the key) of an encrypted queue, or the payload store of a large message, which another
+    scheduler's broker may have.  Such a tick is left unclaimed, not skipped."""
+    return isinstance(exc, (KmsAccessDenied, KmsNotFound)) or (
+        isinstance(exc, InvalidParameterValue) and exc.parameter == "payload_dir"
+    )
+
+
+def _attributes(row: rows.ScheduleRow, tick: int) -> dict[str, Attribute]:
+    """A tick's message attributes: the schedule's, and durableq's two (its name and the tick)."""
+    attributes = dict(message_attributes.decode(row.attributes))
+    ours = {limits.SCHEDULE_NAME_ATTRIBUTE: row.name, limits.SCHEDULED_TIME_ATTRIBUTE: iso(tick)}
+    attributes.update(message_attributes.normalize(ours))
+    return attributes
+
+
+def check_size(rt: Runtime, conn: Connection, row: rows.ScheduleRow) -> None:
+    """InvalidParameterValue if a tick's message (the body and :func:`_attributes`, counted as a send
+    counts them) is larger than ``row``'s queue takes, which would skip every tick; QueueDoesNotExist
+    if there is no such queue.  A queue with ``large_payloads`` takes it whatever its size."""
+    queue = rt.catalog.get(conn, row.queue)
+    size = len(row.body.encode("utf-8")) + message_attributes.size(_attributes(row, row.anchor_at))
+    if size > queue.maximum_message_size and not queue.large_payloads:
+        raise InvalidParameterValue(
+            template="each tick's message would be {value} bytes (the body, its attributes and durableq's "
+            "two, counted as a send counts them); queue {queue!r} allows at most {high}",
+            parameter="body",
+            value=size,
+            high=queue.maximum_message_size,
+            queue=row.queue,
+            reason=Reason.TOO_LARGE,
+        )
+
+
 def _send(rt: Runtime, row: rows.ScheduleRow, tick: int, fifo: bool, tx: transactions.Transaction) -> str:
-    attributes: dict[str, object] = dict(message_attributes.decode(row.attributes))
-    attributes[limits.SCHEDULE_NAME_ATTRIBUTE] = row.name
-    attributes[limits.SCHEDULED_TIME_ATTRIBUTE] = iso(tick)
     result = Queue(rt, row.queue, fifo).send(
         row.body,
-        attributes=attributes,  # type: ignore[arg-type]
+        attributes=_attributes(row, tick),
         group_id=row.name if fifo else None,
         deduplication_id=f"{row.name}@{iso(tick)}" if fifo else None,
         transaction=tx,

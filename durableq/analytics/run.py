@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
@@ -206,12 +207,27 @@ def explained(analytics: QueueAnalytics, out_dir: str | os.PathLike[str] | None 
             _explain_write_failure(out_dir, text, exc)
         if analytics.snapshot_path is None or str(analytics.snapshot_path) not in text:
             raise
-        reason = next((why for needle, why in _OPEN_FAILURES.items() if needle in text), "see the cause")
+        reason = next((why for needle, why in _OPEN_FAILURES.items() if needle in text), None)
+        if reason is None:
+            reason = (
+                "in a folder other OS users may not enter"
+                if _private(analytics.snapshot_path)
+                else "see the cause"
+            )
         raise AnalyticsError(
             f"Spark could not open the snapshot copy {analytics.snapshot_path} ({reason}); on a cluster, "
             "give snapshot_dir (--snapshot-dir) an existing folder that every executor mounts at the same "
             "path and that their OS user may enter"
         ) from exc
+
+
+def _private(path: Path) -> bool:
+    """Whether a folder on ``path`` is closed to other OS users (no search bit for others): an executor
+    running as another user cannot reach the file, whatever the driver's error text says."""
+    try:
+        return any(not folder.stat().st_mode & stat.S_IXOTH for folder in path.parents)
+    except OSError:
+        return False
 
 
 def _explain_write_failure(out_dir: str | os.PathLike[str], text: str, exc: Exception) -> None:

@@ -264,4 +264,4 @@ def test_reports_on_a_standalone_cluster_with_executors_as_another_user(
     last = refused.stderr.strip().splitlines()[-1]
     assert last.startswith("error: AnalyticsError: Spark could not open the snapshot copy")
     assert "--snapshot-dir" in last
-    assert "(permission denied)" in last or "a folder its OS user may not enter)" in last
+    assert "(permission denied)" in last or "may not enter)" in last, last

@@ -46,15 +46,7 @@ def dead_letter_due(rt: Runtime, name: str, message: Message) -> RedrivePolicy |
 
 
 def queue_stats(rt: Runtime, name: str) -> QueueStats:
-    """The depth by state, after sweeping what expired (when a sweep is due).
-
-    The depth leaves expired messages out whether or not they were swept, so between sweeps it is
-    read as a reader: a monitor polling ``stats()`` never waits for another process's writes."""
-    with rt.db.read() as conn:
-        queue = _fresh(rt, conn, name)
-        now = rt.now_ms()
-        if not rt.sweeper.due(queue, now):
-            return stats.queue_stats(conn, queue, now)
+    """The depth by state, after sweeping what expired (when a sweep is due)."""
     with rt.db.write() as conn:
         queue = _fresh(rt, conn, name)
         now = rt.now_ms()

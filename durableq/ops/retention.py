@@ -56,14 +56,9 @@ class Sweeper:
         self._counters = counters
         self._last: dict[int, int] = {}
 
-    def due(self, queue: QueueConfig, now: int) -> bool:
-        """Whether ``maybe_sweep`` would sweep ``queue`` now (a caller that only reads can then stay
-        a reader: a write transaction waits for every other writer)."""
-        last = self._last.get(queue.id)
-        return last is None or not 0 <= now - last < _INTERVAL_MS
-
     def maybe_sweep(self, conn: Connection, queue: QueueConfig, now: int) -> None:
-        if not self.due(queue, now):
+        last = self._last.get(queue.id)
+        if last is not None and 0 <= now - last < _INTERVAL_MS:
             return
         done = sweep(conn, queue, now, self._counters) < _SWEEP_BATCH
         if history.sweep(conn, queue, now, _SWEEP_BATCH) < _SWEEP_BATCH and done:

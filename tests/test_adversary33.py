@@ -204,11 +204,10 @@ def test_a_narrower_flexible_window_applies_to_the_pending_tick(
     assert scheduled_times(jobs) == [at(3_600)]
 
 
+@pytest.mark.postgres_only("SQLite keeps large payloads beside the file: every scheduler has the store")
 def test_a_scheduler_without_a_payload_store_does_not_burn_large_ticks(
     target: str, clock: FakeClock, db_path: Path
 ) -> None:
-    if not target.startswith("postgresql://"):
-        pytest.skip("SQLite keeps large payloads beside the file: every scheduler has the store")
     store = f"{db_path}.payloads"
     with (
         durableq.open(target, clock=clock, durability="normal", payload_dir=store) as stored,

@@ -106,12 +106,7 @@ class Dispatcher:
         if request.path.strip("/") and "QueueUrl" not in members:
             members["QueueUrl"] = request.path  # older SDKs post to the queue's URL instead
         exchange.queue = _queue_of(members)
-        host = request.headers.get("Host") or self.default_host
-        region, account_id = namespace(
-            members, request.headers.get("Authorization"), self.region, self.account_id
-        )
-        endpoint = Endpoint(region, account_id, host, self.scheme, home=(self.region, self.account_id))
-        call = Call(self.broker, endpoint, Params(members))
+        call = Call(self.broker, self.endpoint(request, members), Params(members))
         if action == "ReceiveMessage":
             try:
                 queue, keywords, view = receive_request(call)
@@ -119,6 +114,14 @@ class Dispatcher:
                 raise in_sqs_words(action, call, exc) from exc
             return PendingReceive(protocol, queue, keywords, view, exchange.request_id, call)
         return protocol.result(action, run(call), exchange.request_id)
+
+    def endpoint(self, request: Request, members: Mapping[str, Any]) -> Endpoint:
+        """How a request names queues: its namespace (see :func:`.urls.namespace`) and its host."""
+        region, account_id = namespace(
+            members, request.headers.get("Authorization"), self.region, self.account_id
+        )
+        host = request.headers.get("Host") or self.default_host
+        return Endpoint(region, account_id, host, self.scheme, home=(self.region, self.account_id))
 
 
 def error(protocol: WireProtocol, exc: BaseException, exchange: Exchange) -> Response:

@@ -48,7 +48,8 @@ def answer(dispatcher: Dispatcher, request: Request, client_host: str | None) ->
         states.append("in_flight")
     if _flag(query, "ShowDelayed"):
         states.append("delayed")
-    queue = dispatcher.broker.get_queue(queue_name(url))
+    endpoint = dispatcher.endpoint(request, {"QueueUrl": url})
+    queue = dispatcher.broker.get_queue(endpoint.library_name(queue_name(url)))
     peeked = [m for state in states for m in queue.peek(state=state, limit=limits.MAX_PEEK)]
     peeked.sort(key=lambda m: (m.sent_timestamp, m.sequence_number or "", m.message_id))
     messages = [_message(m, dispatcher.account_id) for m in peeked]

@@ -20,6 +20,7 @@ names beginning ``_ns_`` are refused in the server's own.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from urllib.parse import unquote, urlsplit
 from durableq.errors import DurableQError, InvalidParameterValue, Reason
 
 from .errors import WireError
+from .wording import Worded
 
 _ARN_PREFIX = "arn:aws:sqs:"
 #: The start of every library queue name that belongs to another account or region than the server's.
@@ -78,6 +80,13 @@ class Endpoint:
         if self.prefix:
             return library_name.startswith(self.prefix)
         return not library_name.startswith(NAMESPACE_MARK)
+
+    def unprefixed(self, worded: Worded) -> Worded:
+        """An error's words with this namespace's library names shown as its client names them."""
+        if not self.prefix:
+            return worded
+        strip = functools.partial(re.sub, rf"(?<![\w-]){re.escape(self.prefix)}", "")
+        return Worded(worded.code, strip(worded.message), strip(worded.query_message))
 
     def wire_name(self, library_name: str) -> str:
         return library_name.removeprefix(self.prefix) if self.prefix else library_name

@@ -61,3 +61,24 @@ def test_each_region_and_account_is_a_namespace_of_its_own(tmp_path: Path) -> No
             "_ns_000000000000_us-west-2_work",
             "jobs",
         ]
+
+
+def test_errors_in_another_namespace_name_its_queues_as_the_client_does() -> None:
+    """The library names another namespace's queues with the ``_ns_`` prefix; a client of that namespace
+    never sees it, in an error's message either (a whole request's, or a batch entry's)."""
+    from durableq.testing import sqs_endpoint
+
+    with sqs_endpoint() as endpoint:
+        west = _client(endpoint.url, "us-west-2")
+        jobs = west.create_queue(QueueName="jobs")["QueueUrl"]
+        missing = json.dumps(
+            {"deadLetterTargetArn": f"arn:aws:sqs:us-west-2:{ACCOUNT}:nope", "maxReceiveCount": 3}
+        )
+        with pytest.raises(west.exceptions.ClientError) as refused:
+            west.create_queue(QueueName="work", Attributes={"RedrivePolicy": missing})
+        message = refused.value.response["Error"]["Message"]
+        assert "nope" in message and "_ns_" not in message
+        failed = west.send_message_batch(
+            QueueUrl=jobs, Entries=[{"Id": "a", "MessageBody": "x", "MessageDeduplicationId": "d"}]
+        )["Failed"]
+        assert failed and all("_ns_" not in entry["Message"] for entry in failed)

@@ -288,3 +288,14 @@ def test_the_namespace_prefix_is_refused_in_the_servers_own(sqs: Any) -> None:
     with pytest.raises(sqs.exceptions.ClientError) as refused:
         sqs.create_queue(QueueName="_ns_000000000000_us-west-2_sneaky")
     assert error_of(refused)[0] == "InvalidParameterValue"
+
+
+def test_peek_of_another_accounts_url_shows_that_accounts_queue(
+    sqs: Any, queue_url: str, server: Any
+) -> None:
+    """A queue URL names its account's namespace for the peek as for every action: another account's
+    queue of the same name is not this one (here it does not exist)."""
+    sqs.send_message(QueueUrl=queue_url, MessageBody="the server's own account's")
+    name = queue_url.rsplit("/", 1)[-1]
+    status, body = peek(server.url, f"{server.url}/111122223333/{name}")
+    assert status == 400 and b"AWS.SimpleQueueService.NonExistentQueue" in body

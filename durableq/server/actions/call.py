@@ -44,4 +44,5 @@ class Call:
     def word(self, action: str, error: DurableQError, entry: Params | None = None) -> Worded:
         """SQS's code and text for a library error of this request (or of one of its batch ``entry``)."""
         request = self.params if entry is None else entry
-        return word(error, request.raw, action=action, queue=self.named_queue(), entry=entry is not None)
+        worded = word(error, request.raw, action=action, queue=self.named_queue(), entry=entry is not None)
+        return self.endpoint.unprefixed(worded)

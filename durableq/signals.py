@@ -1,4 +1,5 @@
-"""SIGINT and SIGTERM as a request to stop, for the long-running commands (worker, dashboard)."""
+"""SIGINT and SIGTERM as a request to stop, for the long-running commands (worker, scheduler,
+dashboard, the endpoint)."""
 
 from __future__ import annotations
 

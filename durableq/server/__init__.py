@@ -18,7 +18,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import os
-import signal
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import durableq
 from durableq import limits
 from durableq.engines.urls import redacted
+from durableq.signals import on_stop_signals
 
 from .settings import (
     DEFAULT_ACCOUNT_ID,
@@ -182,11 +183,10 @@ def run(
     # an Event: the kernel may hand SIGTERM to any thread (uvicorn's, a pool's); the main thread,
     # blocked in a lock wait, is then never interrupted to run the handler, and a handler that takes
     # the Event's lock could deadlock with the main thread holding it.
+    if threading.current_thread() is not threading.main_thread():
+        raise RuntimeError("durableq.server.run() stops on signals: call it from the main thread")
     signals: list[int] = []
-    previous = {
-        sig: signal.signal(sig, lambda signum, _: signals.append(signum))
-        for sig in (signal.SIGINT, signal.SIGTERM)
-    }
+    restore = on_stop_signals(signals.append)
     try:
         with serve(db, **options) as server:
             if on_ready is not None:
@@ -194,8 +194,7 @@ def run(
             while not signals:
                 time.sleep(limits.SERVER_STOP_CHECK)
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        restore()
 
 
 def _is_loopback(host: str) -> bool:

@@ -3,15 +3,20 @@ first (``durableq/ops/fairness.py``); a queue without group ids claims as it alw
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import durableq
 from durableq import SendEntry, limits
+from durableq.engines.dialect import SQLITE
 from durableq.engines.postgres.connection import Connection as PostgresConnection
 from durableq.engines.sqlite.connection import SqliteConnection
+from durableq.ops.receive import _CLAIM_HEAD
 from tests.conftest import FakeClock, sql_rows
 
 HOUR = 3_600
@@ -168,3 +173,19 @@ def test_a_queue_without_group_ids_pays_nothing_on_receive(
     assert len(fair.receive(10)) == 10  # the quiet groups filled it: one statement, with the rule
     claims = [sql for sql in statements if "durableq_messages" in sql]
     assert len(claims) == 1 and "GROUP BY group_id" in claims[0], statements
+
+
+def test_the_fair_claim_reads_the_visible_index_never_every_grouped_row(db_path: Path) -> None:
+    # SQLite's plan.  The noisy groups come from the range of messages in flight, the quiet ones from
+    # the head of the visible ones: neither walks the queue's grouped messages through another index.
+    with durableq.open(db_path, durability="normal") as broker:
+        broker.create_queue("jobs").send("x", group_id="g")
+    params = {"virtual": None, "queue_id": 1, "now": 0, "limit": 10, "timeout": None, "cap": 10}
+    quiet = _CLAIM_HEAD[SQLITE][False, True]
+    with closing(sqlite3.connect(db_path)) as conn:
+        plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {quiet}", {**params, "sealed": False})]
+    # (A bare "SEARCH durableq_messages" is the min or max of the row ids: the in-flight room's bound.)
+    reads = [step for step in plan if step.startswith("SEARCH durableq_messages USING")]
+    assert len(reads) >= 4 and all(
+        "durableq_ix_messages_visible" in step or "PRIMARY KEY" in step for step in reads
+    ), plan

@@ -139,6 +139,22 @@ def test_the_first_message_with_a_group_id_makes_the_queue_fair(
     assert [m.group_id for m in dead.receive()] == ["t"] and grouped("dead")
 
 
+def test_a_group_id_sent_in_a_transaction_makes_the_queue_fair_when_it_commits(
+    broker: durableq.Broker, target: str
+) -> None:
+    def grouped() -> bool:
+        return bool(sql_rows(target, "SELECT grouped FROM durableq_queues WHERE name = 'jobs'")[0][0])
+
+    queue = broker.create_queue("jobs")
+    with pytest.raises(RuntimeError), broker.transaction() as tx:
+        queue.send("x", group_id="t", transaction=tx)
+        raise RuntimeError("rolled back")
+    assert not grouped()
+    with broker.transaction() as tx:
+        queue.send_batch([SendEntry("1", "y", group_id="t")], transaction=tx)
+    assert grouped()
+
+
 @pytest.fixture
 def statements(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Every statement durableq's own connections run (on either engine), while the test runs."""

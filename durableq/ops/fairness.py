@@ -22,9 +22,10 @@ a group is noisy exactly while its in-flight share says so).
 A queue that was never sent a group id pays nothing: its queue row's ``grouped`` flag (set by
 :func:`mark` with its first such message, never cleared) is false, and its receive is the one claim
 statement it always was.  On a grouped queue a receive is one claim statement while the quiet groups
-fill it, two when the noisy groups must fill the rest.  The claim of the quiet groups walks the queue's
-visible messages in order past the noisy groups' ones, so with a noisy backlog and few quiet messages
-it reads that backlog (an index range and its rows) on each receive.
+fill it, two when the noisy groups must fill the rest.  What it reads more: the queue's messages in
+flight, to find the noisy groups (their range of the visible index and each one's group id), and,
+while a group is noisy, the visible messages in order past that group's ones, so with a noisy backlog
+and few quiet messages it reads that backlog on each receive (docs/benchmarks.md, W20).
 """
 
 from __future__ import annotations

@@ -173,7 +173,8 @@ class Floor(Adapter):
             "cap": limits.MAX_IN_FLIGHT_STANDARD,
             "sealed": False,  # the queue encrypts nothing
         }
-        rows = self._conn.execute(_CLAIM_HEAD[SQLITE][False], params).fetchall()  # a queue's own messages
+        claim = _CLAIM_HEAD[SQLITE][False, False]  # a queue's own messages; no group ids (no fair order)
+        rows = self._conn.execute(claim, params).fetchall()
         return [Received(row[_MESSAGE_ID], row[_RECEIPT_HANDLE]) for row in rows]
 
     def delete_batch(self, tokens: Sequence[Any]) -> None:

@@ -1,4 +1,4 @@
-"""The targets of issues 8, 15 and 30, judged against the measured values."""
+"""The targets of issues 8, 15, 30 and 34, judged against the measured values."""
 
 from __future__ import annotations
 
@@ -169,6 +169,22 @@ def _ahead_of_pgmq(results: _Results, case: str) -> Target:
     return Target(name, goal, "—" if r is None else f"{r:.2f}× pgmq", None if r is None else r > 1)
 
 
+def _fair_dwell(results: _Results, metric: str, limit: float) -> Target:
+    """W20 (issue 34): the quiet tenants' dwell beside a noisy one, with fair receives, at most
+    ``limit`` times their dwell with no noisy tenant."""
+    name = f"W20: quiet tenants' {metric} beside a 100× noisy one ≤ {limit:g}× without it"
+    goal = f"{metric} ≤ {limit:g}× the no-noise baseline's"
+    case = "noisy tenant 100×"
+    fair = results.value("W20", case, "fair (group ids)", metric)
+    alone = results.value("W20", case, "no noise (baseline)", metric)
+    unfair = results.value("W20", case, "no group ids", metric)
+    if fair is None or alone is None or not alone:
+        return Target(name, goal, "—", None)
+    without = "" if unfair is None else f"; no group ids: {unfair / alone:.1f}×"
+    measured = f"{fair / alone:.2f}× ({fair:.0f} vs {alone:.0f} ms{without})"
+    return Target(name, goal, measured, fair / alone <= limit)
+
+
 def evaluate(workload_results: list[WorkloadResult]) -> list[Target]:
     results = _Results(workload_results)
     checks: list[Callable[[], Target]] = [
@@ -222,5 +238,8 @@ def evaluate(workload_results: list[WorkloadResult]) -> list[Target]:
             for case in ("1 worker", "4 workers")
         ),
         lambda: _pg_receive_vs_sqlite(results, 3),
+        # Issue 34: fair queues keep a noisy tenant from delaying the others.
+        lambda: _fair_dwell(results, "quiet dwell p50", 2),
+        lambda: _fair_dwell(results, "quiet dwell p99", 2),
     ]
     return [check() for check in checks]

@@ -117,6 +117,13 @@ MAX_PEEK = 1_000
 MAX_IN_FLIGHT_STANDARD = 120_000
 MAX_IN_FLIGHT_FIFO = 20_000
 
+# Fair queues (a standard queue whose messages carry a group id, SQS's tenant): a group is *noisy*
+# while it holds more than this share (percent) of the queue's messages in flight ...
+FAIR_NOISY_SHARE_PERCENT = 10
+# ... and at least this many of them (AWS's documented concurrency-share thresholds).  A receive
+# serves the other groups' visible messages first (``ops/fairness.py``).
+FAIR_NOISY_MIN_IN_FLIGHT = 30
+
 # FIFO.
 FIFO_SUFFIX = ".fifo"
 DEDUPLICATION_INTERVAL = 300

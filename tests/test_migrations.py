@@ -134,6 +134,25 @@ def test_a_file_at_an_older_revision_is_upgraded_keeping_its_messages(db_path: P
     assert _diff(db_path) == []
 
 
+def test_revision_0012_makes_the_standard_queues_holding_group_ids_fair(db_path: Path, clock) -> None:
+    with durableq.open(db_path, clock=clock) as broker:
+        broker.create_queue("tenants").send("a's", group_id="a")
+        broker.create_queue("plain").send("nobody's")
+        broker.create_queue("old.fifo", fifo=True).send("g's", group_id="g", deduplication_id="d")
+    db = Database(db_path, durability="normal", busy_timeout=5)
+    try:
+        migrate.downgrade(db, "0011")
+        migrate.upgrade(db)
+        rows = db.conn.execute("SELECT name, grouped FROM durableq_queues ORDER BY name").fetchall()
+    finally:
+        db.close()
+    assert [(name, bool(grouped)) for name, grouped in rows] == [
+        ("old.fifo", False),
+        ("plain", False),
+        ("tenants", True),
+    ]
+
+
 def test_opening_an_up_to_date_file_does_not_load_alembic(db_path: Path, clock) -> None:
     durableq.open(db_path, clock=clock).close()
     code = "import sys, durableq; durableq.open(sys.argv[1]).close(); print('alembic' in sys.modules)"

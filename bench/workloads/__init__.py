@@ -3,7 +3,7 @@
 13 request-response, 14 virtual queues, 15 large payloads and encryption at rest, 16 durableq on
 PostgreSQL against durableq on SQLite, 17 the outbox (a row and its job in one transaction), 18 a
 scheduler's idle cost and its delay from a tick to the send, 19 durableq
-on PostgreSQL against pgmq and a minimal SQL floor."""
+on PostgreSQL against pgmq and a minimal SQL floor, 20 fair queues (a noisy tenant's neighbours)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from . import (
     buffered,
     concurrent,
     cycle,
+    fairness,
     fifo,
     history,
     latency,
@@ -51,5 +52,6 @@ WORKLOADS: dict[int, Workload] = {
         Workload(17, outbox.run),
         Workload(18, schedules.run),
         Workload(19, postgres_peers.run),
+        Workload(20, fairness.run),
     )
 }

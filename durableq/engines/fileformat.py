@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..errors import DatabaseError
 
 #: The alembic revision this code expects; a test checks it is the head of ``migrations/``.
-SCHEMA_REVISION = "0011"
+SCHEMA_REVISION = "0012"
 #: ``PRAGMA application_id`` of a durableq file ("dq1q"), so other SQLite files are told apart.
 APPLICATION_ID = 0x64713171
 #: How a database that is not there yet is made (the commands that may create one say so too).

@@ -82,6 +82,9 @@ queues = Table(
     # the queue may hold encrypted rows (set with the setting, never cleared).
     Column("large_payloads", Boolean, nullable=False, server_default=false()),
     Column("sealed", Boolean, nullable=False, server_default=false()),
+    # Fair queues (revision 0012): a standard queue that was ever sent a message with a group id (set
+    # then, never cleared).  Only its receives look for noisy groups (``ops/fairness.py``).
+    Column("grouped", Boolean, nullable=False, server_default=false()),
     sqlite_autoincrement=True,
 )
 

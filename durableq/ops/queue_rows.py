@@ -48,6 +48,7 @@ class QueueConfig:
     idle_timeout: int | None  # seconds; set only on temporary queues
     large_payloads: bool  # messages over maximum_message_size go to the payload store
     sealed: bool  # encryption was on at some time: the queue may hold encrypted rows
+    grouped: bool  # a standard queue that was sent a group id at some time: receives are fair
 
     @property
     def in_flight_limit(self) -> int:

@@ -20,7 +20,7 @@ from ..engines.base import Connection, Database
 from ..engines.dialect import Dialect, for_each_dialect
 from ..errors import OverLimit
 from ..types import Message
-from . import fifo, history, in_flight, redrive, relocation
+from . import fairness, fifo, history, in_flight, redrive, relocation
 from .counters import EMPTY_RECEIVES, RECEIVED, Counters
 from .longpoll import AsyncWaiter, Rooms, ThreadWaiter, Waiter
 from .message_rows import COLUMNS, MessageReader, claim_set
@@ -52,19 +52,21 @@ _HEAD = {
 
 # The in-flight limit is part of the claim: the statement takes only as many as fit (the limit is
 # the queue's, its virtual queues' messages included).
-def _claim_head(d: Dialect, virtual: bool) -> str:
+# ``quiet``: only the messages of groups that are not noisy (fairness.py).
+def _claim_head(d: Dialect, virtual: bool, quiet: bool) -> str:
     return f"""
 UPDATE durableq_messages
 SET {claim_set(d, f":now + coalesce(:timeout, {_LIVE.format('visibility_timeout')}) * 1000")}
 WHERE id IN (
   SELECT id FROM durableq_messages WHERE {_head_where(virtual)} AND {redrive.NOT_EXHAUSTED_SQL}
-    AND (:sealed OR data_key_id IS NULL)
+    AND (:sealed OR data_key_id IS NULL) {f"AND {fairness.QUIET_SQL[d]}" if quiet else ""}
   ORDER BY visible_at LIMIT {IN_FLIGHT_ROOM_SQL} {d.skip_locked})
 RETURNING {COLUMNS}
 """
 
 
-_CLAIM_HEAD = for_each_dialect(lambda d: {v: _claim_head(d, v) for v in (False, True)})
+_BOTH = (False, True)
+_CLAIM_HEAD = for_each_dialect(lambda d: {(v, q): _claim_head(d, v, q) for v in _BOTH for q in _BOTH})
 # A waiting room's look: how many are ready (up to :limit), when the next one will be, and whether
 # the queue still exists (a deleted queue's waiters are let in at once, to fail QueueDoesNotExist).
 _EXISTS = "EXISTS (SELECT 1 FROM durableq_queues WHERE id = :queue_id)"
@@ -361,9 +363,8 @@ def _claim_standard(
             relocation.move(
                 conn, relocation.Kind.DEAD_LETTER, queue, target, over, now, counters, reader.sealer
             )
-    rows = conn.execute(_CLAIM_HEAD[conn.dialect][mine], params).fetchall()
-    if len(rows) > 1:
-        rows.sort(key=lambda row: (row[6], row[0]))  # RETURNING order is unspecified: oldest first
+    claims = _CLAIM_HEAD[conn.dialect]
+    rows = fairness.claim(conn, queue, params, claims[mine, False], claims[mine, True])
     if queue.history:
         history.record(conn, queue, now, history.RECEIVED, [(row[1], row[5]) for row in rows])
     return reader.messages(conn, rows)

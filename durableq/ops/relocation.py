@@ -23,7 +23,7 @@ from enum import Enum
 
 from ..engines.base import Connection
 from ..engines.dialect import Dialect, encode_ids, for_each_dialect
-from . import fifo, history
+from . import fairness, fifo, history
 from .counters import MOVED, MOVED_IN, MOVED_OUT, Counters
 from .queue_rows import QueueConfig
 from .retention import expired_before
@@ -127,6 +127,8 @@ def move(
             fifo.refresh_groups(conn, source.id, groups)
     if moved and (source.sealed or target.sealed):  # else no row of either can be encrypted
         sealer.reseal(conn, target, row_ids, now)
+    if moved and (source.grouped or source.fifo) and not (target.grouped or target.fifo):
+        fairness.mark(conn, target)  # rows with group ids arrived in a standard queue
     history.record_where(conn, target, now, history.MOVED_IN, _ARRIVED_WHERE[dialect], params, source.name)
     if moved:
         counters.add(source.name, now, MOVED if kind is Kind.DEAD_LETTER else MOVED_OUT, moved)

@@ -19,7 +19,7 @@ from ..errors import (
 )
 from ..types import Attribute, SendResult, md5_hex
 from . import attributes as attrs
-from . import fifo, history
+from . import fairness, fifo, history
 from .counters import SENT, Counters
 from .message_rows import format_sequence
 from .payloads import StoredPayload
@@ -143,6 +143,8 @@ def send_one(
             )
             if conn.execute(_statement(row), row).rowcount != 1:
                 raise QueueDoesNotExist(f"queue {name!r} does not exist")
+        if item.group_id is not None and not queue.grouped:
+            fairness.mark(conn, queue, catalog)  # its first tenant: receives are fair from now on
         history.record_sent(conn, queue, now, [(message_id, _visible_at(queue, item.delay_seconds, now))])
     counters.add(name, now, SENT)
     return SendResult(message_id, None, item.md5())
@@ -185,6 +187,8 @@ def insert(
         # queue; a body in the payload store or a trace header takes the full statement).
         for statement, run in groupby(rows, _statement):
             conn.executemany(statement, run)
+        if not queue.grouped and any(row.get("group_id") is not None for row in rows):
+            fairness.mark(conn, queue)
         history.record_sent(conn, queue, now, sent)
         counters.add(queue.name, now, SENT, len(rows))
     return results
@@ -192,7 +196,7 @@ def insert(
 
 def _refuse_deduplication_id(name: str, item: Outgoing) -> None:
     """A standard queue refuses a deduplication id.  It keeps a group id (SQS's fair queues: the
-    message's tenant), which orders nothing there: receives stay oldest first."""
+    message's tenant), which makes its receives fair (``fairness.py``)."""
     if item.deduplication_id is not None:
         raise InvalidParameterValue(
             template="{deduplication_id} applies to FIFO queues only; {queue!r} is a standard queue",

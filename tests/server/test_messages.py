@@ -216,6 +216,31 @@ def test_a_standard_queue_takes_a_message_group_id(sqs: Any, queue_url: str) -> 
     assert error_of(refused)[0] == "InvalidParameterValue"
 
 
+def test_a_noisy_tenant_yields_to_a_quiet_one(sqs: Any, queue_url: str) -> None:
+    # Fair queues: 31 of the noisy tenant's messages in flight (at least 30, and more than a tenth).
+    for start in range(0, 40, 10):
+        entries = [
+            {"Id": str(i), "MessageBody": f"n{i}", "MessageGroupId": "noisy"}
+            for i in range(start, start + 10)
+        ]
+        assert not sqs.send_message_batch(QueueUrl=queue_url, Entries=entries).get("Failed")
+    held = 0
+    while held < 31:
+        got = sqs.receive_message(
+            QueueUrl=queue_url, MaxNumberOfMessages=min(10, 31 - held), VisibilityTimeout=3600
+        )
+        held += len(got["Messages"])
+    sqs.send_message(QueueUrl=queue_url, MessageBody="q0", MessageGroupId="quiet")
+    received = sqs.receive_message(
+        QueueUrl=queue_url, MaxNumberOfMessages=3, MessageSystemAttributeNames=["MessageGroupId"]
+    )["Messages"]
+    assert [(m["Body"], m["Attributes"]["MessageGroupId"]) for m in received] == [
+        ("q0", "quiet"),
+        ("n31", "noisy"),
+        ("n32", "noisy"),
+    ]
+
+
 def test_fifo_order_deduplication_and_receive_attempts(sqs: Any, fifo_url: str) -> None:
     numbers = []
     for body, group in (("a1", "a"), ("a2", "a"), ("b1", "b")):

@@ -28,8 +28,8 @@ from typing import Any
 import durableq
 from durableq import limits
 from durableq.engines.dialect import SQLITE
+from durableq.ops.claim_standard import _CLAIM_HEAD
 from durableq.ops.message_rows import COLUMNS
-from durableq.ops.receive import _CLAIM_HEAD
 from durableq.ops.send import _INSERT_PLAIN, new_message_id
 from durableq.ops.visibility import _DELETE_ANY_HANDLE
 
@@ -173,7 +173,7 @@ class Floor(Adapter):
             "cap": limits.MAX_IN_FLIGHT_STANDARD,
             "sealed": False,  # the queue encrypts nothing
         }
-        claim = _CLAIM_HEAD[SQLITE][False, False]  # a queue's own messages; no group ids (no fair order)
+        claim = _CLAIM_HEAD[SQLITE][False, "alone"]  # a queue's own messages, never sent a group id
         rows = self._conn.execute(claim, params).fetchall()
         return [Received(row[_MESSAGE_ID], row[_RECEIPT_HANDLE]) for row in rows]
 

@@ -16,7 +16,8 @@ from durableq import SendEntry, limits
 from durableq.engines.dialect import SQLITE
 from durableq.engines.postgres.connection import Connection as PostgresConnection
 from durableq.engines.sqlite.connection import SqliteConnection
-from durableq.ops.receive import _CLAIM_HEAD
+from durableq.ops.claim_standard import _CLAIM_HEAD
+from durableq.ops.fairness import NOISY_SQL
 from tests.conftest import FakeClock, sql_rows
 
 HOUR = 3_600
@@ -186,9 +187,9 @@ def test_a_queue_without_group_ids_pays_nothing_on_receive(
     claims = [sql for sql in statements if "durableq_messages" in sql]
     assert len(claims) == 1 and "group_id" not in claims[0].split("RETURNING")[0], statements
     del statements[:]
-    assert len(fair.receive(10)) == 10  # the quiet groups filled it: one statement, with the rule
+    assert len(fair.receive(10)) == 10  # no noisy group: the noisy groups looked for, then one claim
     claims = [sql for sql in statements if "durableq_messages" in sql]
-    assert len(claims) == 1 and "GROUP BY group_id" in claims[0], statements
+    assert len(claims) == 2 and "GROUP BY group_id" in claims[0] and "RETURNING" in claims[1], statements
 
 
 def test_the_fair_claim_reads_the_visible_index_never_every_grouped_row(db_path: Path) -> None:
@@ -197,9 +198,14 @@ def test_the_fair_claim_reads_the_visible_index_never_every_grouped_row(db_path:
     with durableq.open(db_path, durability="normal") as broker:
         broker.create_queue("jobs").send("x", group_id="g")
     params = {"virtual": None, "queue_id": 1, "now": 0, "limit": 10, "timeout": None, "cap": 10}
-    quiet = _CLAIM_HEAD[SQLITE][False, True]
+    quiet = _CLAIM_HEAD[SQLITE][False, "quiet"]
+    plan = []
     with closing(sqlite3.connect(db_path)) as conn:
-        plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {quiet}", {**params, "sealed": False})]
+        for statement in (NOISY_SQL[SQLITE], quiet):
+            explained = conn.execute(
+                f"EXPLAIN QUERY PLAN {statement}", {**params, "sealed": False, "noisy": '["g"]'}
+            )
+            plan += [row[3] for row in explained]
     # (A bare "SEARCH durableq_messages" is the min or max of the row ids: the in-flight room's bound.)
     reads = [step for step in plan if step.startswith("SEARCH durableq_messages USING")]
     assert len(reads) >= 4 and all(

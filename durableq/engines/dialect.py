@@ -30,6 +30,9 @@ class Dialect(ABC):
     #: The end of a claim's row picker: rows another transaction is claiming right now are passed
     #: over, not waited for.
     skip_locked: str
+    #: The same for a row of which only non-key columns change (which an insert's foreign key check,
+    #: FOR KEY SHARE, does not wait for).
+    skip_locked_no_key: str
     #: 8 random bytes in hex (a new row's secret, a handle's nonce).
     random_hex: str
     #: A new receipt handle of a message row: queue id, row id, the row's secret, 8 random bytes in hex.
@@ -70,6 +73,7 @@ class _Sqlite(Dialect):
     name = "sqlite"
     # One writer at a time: there is nothing to pass over, and the comment is all that remains.
     skip_locked = "/* FOR UPDATE SKIP LOCKED */"
+    skip_locked_no_key = "/* FOR NO KEY UPDATE SKIP LOCKED */"
     random_hex = "lower(hex(randomblob(8)))"
     new_handle = f"printf('%d.%d.%s.%s', queue_id, id, secret, {random_hex})"
     catalog_version = "PRAGMA user_version"
@@ -94,6 +98,7 @@ class _Sqlite(Dialect):
 class _Postgres(Dialect):
     name = "postgresql"
     skip_locked = "FOR UPDATE SKIP LOCKED"
+    skip_locked_no_key = "FOR NO KEY UPDATE SKIP LOCKED"
     # The first 64 bits of the MD5 of a random UUID (gen_random_uuid draws from the operating system's
     # CSPRNG, and needs no extension since PostgreSQL 13).
     random_hex = "left(md5(CAST(gen_random_uuid() AS text)), 16)"

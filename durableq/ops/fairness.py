@@ -20,23 +20,31 @@ and a noisy tenant's status lasting until its backlog drains or it stops sending
 a group is noisy exactly while its in-flight share says so).
 
 A queue that was never sent a group id pays nothing: its queue row's ``grouped`` flag (set by
-:func:`mark` with its first such message, never cleared) is false, and its receive is the one claim
-statement it always was.  On a grouped queue a receive is one claim statement while the quiet groups
-fill it, two when the noisy groups must fill the rest.  What it reads more: the queue's messages in
-flight, to find the noisy groups (their range of the visible index and each one's group id), and,
-while a group is noisy, the visible messages in order past that group's ones, so with a noisy backlog
-and few quiet messages it reads that backlog on each receive (docs/benchmarks.md, W20).
+:func:`mark` in the same commit as its first such message, never cleared) is false, and its receive is
+the one claim statement it always was, which checks the live row's flag itself (a primary-key read):
+a broker whose cached row is older than the flag claims nothing there and reads the row again.  (The
+flag bumps no catalog counter, so setting it locks nothing but the queue row, and passes over a row
+another transaction holds.)  A grouped queue's receive runs in a write transaction of its own: it
+finds the noisy groups (:data:`NOISY_SQL`), then claims the quiet groups' messages and, if they do not
+fill it, the noisy groups': two disjoint claims (the noisy groups as found once), so a message is never
+taken twice, even with a visibility timeout of 0, and a receive that fails takes nothing.
+
+What a grouped queue's receive reads more (the strict xfails of tests/test_adversary34.py hold it):
+the queue's messages in flight, to find the noisy groups, and, while a group is noisy, the visible
+messages in order past that group's ones, so with a noisy backlog and few quiet messages it reads that
+backlog on each receive (docs/benchmarks.md, W20), inside the write lock.  Per-group counts, as FIFO's
+``durableq_fifo_groups`` keeps them, would bound both: not built yet.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .. import limits
 from ..engines.base import Connection
-from ..engines.dialect import Dialect, for_each_dialect
-from . import queue_rows
+from ..engines.dialect import Dialect, encode_ids, for_each_dialect
 from .queue_rows import Catalog, QueueConfig
 from .states import in_flight_sql
 
@@ -56,41 +64,68 @@ def _noisy(d: Dialect) -> str:
       AND count(*) * 100 > {limits.FAIR_NOISY_SHARE_PERCENT} * (SELECT count(*) {rows})"""
 
 
-#: The condition, added to a claim's row picker, that takes only messages of groups that are not
-#: noisy (and those without a group).  The noisy groups are found once per statement.
-QUIET_SQL = for_each_dialect(lambda d: f"(group_id IS NULL OR group_id NOT IN ({_noisy(d)}))")
-_MARK = "UPDATE durableq_queues SET grouped = TRUE WHERE id = ? AND NOT grouped"
+NOISY_SQL = for_each_dialect(_noisy)
+
+#: The messages a claim's row picker takes, by mode: ``alone`` those of a queue whose live row says it
+#: was never sent a group id (else none: see the module), ``any`` every one, ``quiet`` those of groups
+#: not in ``:noisy`` (and those without a group), ``noisy`` those of the groups in ``:noisy``.
+TAKES: dict[str, Callable[[Dialect], str]] = {
+    "alone": lambda d: "NOT (SELECT grouped FROM durableq_queues WHERE id = :queue_id)",
+    "any": lambda d: "TRUE",
+    "quiet": lambda d: f"(group_id IS NULL OR group_id NOT IN {d.in_texts(':noisy')})",
+    "noisy": lambda d: f"group_id IN {d.in_texts(':noisy')}",
+}
+# Passing over a queue row another transaction holds: one that marks it too, or changes it (and if that
+# one rolls back, the queue's next grouped send marks it).  So an application's open transaction that
+# sent a queue's first group id holds up no other sender (an insert's foreign key check does not wait
+# for this lock either).
+_MARK = for_each_dialect(
+    lambda d: (
+        "UPDATE durableq_queues SET grouped = TRUE WHERE id = "
+        f"(SELECT id FROM durableq_queues WHERE id = ? AND NOT grouped {d.skip_locked_no_key})"
+    )
+)
 
 
-def claim(
-    conn: Connection, queue: QueueConfig, params: Mapping[str, Any], head: str, quiet: str
-) -> list[Row]:
-    """Claim up to ``params["limit"]`` messages of standard queue ``queue`` in the fair order: ``head``
-    is the claim statement (oldest first), ``quiet`` the same with :data:`QUIET_SQL` added.  Returns
-    the rows in the order they are served: the quiet groups' oldest first, then the noisy groups'."""
-    if not queue.grouped:  # never sent a group id: the one claim, as ever
-        return _oldest_first(conn.execute(head, params).fetchall())
-    rows = _oldest_first(conn.execute(quiet, params).fetchall())
-    if len(rows) < params["limit"]:  # the rest from the noisy groups (or nothing is left)
-        rest = conn.execute(head, {**params, "limit": params["limit"] - len(rows)}).fetchall()
-        rows += _oldest_first(rest)
-    return rows
+@dataclass(frozen=True, slots=True)
+class Order:
+    """The order of one receive: the modes of :data:`TAKES` its claims take, in turn."""
+
+    modes: tuple[str, ...]
+
+    def claim(self, conn: Connection, params: dict[str, Any], statement: Callable[[str], str]) -> list[Row]:
+        """Claim up to ``params["limit"]`` messages with ``statement(mode)`` for each mode in turn, until
+        the limit is reached; the rows in the order they are served (each claim's oldest first)."""
+        rows: list[Row] = []
+        for mode in self.modes:
+            more = conn.execute(statement(mode), {**params, "limit": params["limit"] - len(rows)}).fetchall()
+            if len(more) > 1:  # RETURNING order is unspecified: by enqueued_at, then row id
+                more.sort(key=lambda row: (row[6], row[0]))
+            rows += more
+            if len(rows) >= params["limit"]:
+                break
+        return rows
 
 
-def _oldest_first(rows: list[Row]) -> list[Row]:
-    """A claim's rows, oldest first (RETURNING order is unspecified): by enqueued_at, then row id."""
-    if len(rows) > 1:
-        rows.sort(key=lambda row: (row[6], row[0]))
-    return rows
+_ALONE, _ANY = Order(("alone",)), Order(("any",))
+
+
+def order(conn: Connection, queue: QueueConfig, params: dict[str, Any]) -> Order:
+    """The order of a receive of standard queue ``queue`` (its row read in this write transaction if it
+    is grouped; the caller's ``params`` gain the ``:noisy`` groups when there are any)."""
+    if not queue.grouped:
+        return _ALONE
+    noisy = [group for (group,) in conn.execute(NOISY_SQL[conn.dialect], params)]
+    if not noisy:
+        return _ANY
+    params["noisy"] = encode_ids(noisy)
+    return Order(("quiet", "noisy"))
 
 
 def mark(conn: Connection, queue: QueueConfig, catalog: Catalog | None = None) -> None:
     """Standard queue ``queue`` takes a message with a group id: from now on its receives are fair.
-    Call only where ``queue.grouped`` is false (the row as the caller read it), inside the write;
-    ``catalog``: the caller's, whose cached row is dropped at once (the others' reload it when they
-    next check the catalog's counter, within ``Catalog.REVALIDATE_EVERY``)."""
-    with conn.one_write():
-        if conn.execute(_MARK, (queue.id,)).rowcount:
-            queue_rows.changed(conn)
+    Call only where ``queue.grouped`` is false (the row as the caller read it), inside the write that
+    stores the message; ``catalog``: the caller's, whose cached row is dropped."""
+    conn.execute(_MARK[conn.dialect], (queue.id,))
     if catalog is not None:
         catalog.forget(queue.name)

@@ -17,62 +17,23 @@ from concurrent.futures import Executor
 
 from .. import validation
 from ..engines.base import Connection, Database
-from ..engines.dialect import Dialect, for_each_dialect
 from ..errors import OverLimit
 from ..types import Message
-from . import fairness, fifo, history, in_flight, redrive, relocation
+from . import fifo, history, in_flight, redrive, relocation
+from .claim_standard import claim_standard, head_where
 from .counters import EMPTY_RECEIVES, RECEIVED, Counters
 from .longpoll import AsyncWaiter, Rooms, ThreadWaiter, Waiter
-from .message_rows import COLUMNS, MessageReader, claim_set
+from .message_rows import MessageReader
 from .queue_rows import Catalog, QueueConfig
-from .retention import Sweeper, expired_before, unexpired_sql
-from .stats import IN_FLIGHT_ROOM_SQL, in_flight_count
+from .retention import Sweeper, expired_before
+from .stats import in_flight_count
 
-# Settings come from the live queue row inside the statement, so a cached row
-# that went stale cannot make a claim wrong; a deleted queue (ids are never
-# reused) matches nothing, and the caller then re-reads the row.
-_LIVE = "(SELECT {} FROM durableq_queues WHERE id = :queue_id)"
-# A queue's own messages, or those of one of its virtual queues (``:virtual``; durableq_ix_messages_virtual).
-_OWNER = {False: "virtual IS NULL", True: "virtual = :virtual"}
-
-
-def _head_where(virtual: bool) -> str:
-    return f"""queue_id = :queue_id AND {_OWNER[virtual]} AND visible_at <= :now
-  AND {unexpired_sql(_LIVE.format("retention_period"))}"""
-
-
-# The head of durableq_ix_messages_visible (durableq_ix_messages_virtual): visible, unexpired rows,
-# earliest visible first.
-_HEAD = {
-    v: "SELECT id, receive_count FROM durableq_messages "
-    f"WHERE {_head_where(v)} ORDER BY visible_at LIMIT :limit"
-    for v in (False, True)
-}
-
-
-# The in-flight limit is part of the claim: the statement takes only as many as fit (the limit is
-# the queue's, its virtual queues' messages included).
-# ``quiet``: only the messages of groups that are not noisy (fairness.py).
-def _claim_head(d: Dialect, virtual: bool, quiet: bool) -> str:
-    return f"""
-UPDATE durableq_messages
-SET {claim_set(d, f":now + coalesce(:timeout, {_LIVE.format('visibility_timeout')}) * 1000")}
-WHERE id IN (
-  SELECT id FROM durableq_messages WHERE {_head_where(virtual)} AND {redrive.NOT_EXHAUSTED_SQL}
-    AND (:sealed OR data_key_id IS NULL) {f"AND {fairness.QUIET_SQL[d]}" if quiet else ""}
-  ORDER BY visible_at LIMIT {IN_FLIGHT_ROOM_SQL} {d.skip_locked})
-RETURNING {COLUMNS}
-"""
-
-
-_BOTH = (False, True)
-_CLAIM_HEAD = for_each_dialect(lambda d: {(v, q): _claim_head(d, v, q) for v in _BOTH for q in _BOTH})
 # A waiting room's look: how many are ready (up to :limit), when the next one will be, and whether
 # the queue still exists (a deleted queue's waiters are let in at once, to fail QueueDoesNotExist).
 _EXISTS = "EXISTS (SELECT 1 FROM durableq_queues WHERE id = :queue_id)"
 _LOOK_STANDARD = {
     v: f"""SELECT
-  (SELECT count(*) FROM (SELECT 1 FROM durableq_messages WHERE {_head_where(v)} LIMIT :limit) AS ready),
+  (SELECT count(*) FROM (SELECT 1 FROM durableq_messages WHERE {head_where(v)} LIMIT :limit) AS ready),
   (SELECT min(visible_at) FROM durableq_messages
     WHERE queue_id = :queue_id {"AND virtual = :virtual" if v else ""} AND visible_at > :now), {_EXISTS}"""
     for v in (False, True)
@@ -235,7 +196,7 @@ class Receiver:
         db, catalog = self._db, self._catalog
         with db.change() as conn:
             queue = catalog.get(conn, name)
-            if not (queue.fifo or queue.dead_letter_queue is not None or queue.sealed):
+            if not (queue.fifo or queue.dead_letter_queue is not None or queue.sealed or queue.grouped):
                 # The common case: one claim statement, atomic without an explicit transaction
                 # (with its events, one small one: see history.atomic).  (Encrypted rows are opened
                 # inside a transaction: a receive without a keyring takes nothing.)
@@ -281,7 +242,7 @@ class Receiver:
                 messages = _claim_fifo(conn, queue, limit, due, now, attempt_id, target, counters, reader)
             in_flight.claimed(conn, queue, len(messages))
         else:
-            messages = _claim_standard(
+            messages = claim_standard(
                 conn, queue, limit, visibility_timeout, now, target, self._counters, virtual, self._reader
             )
         if messages:
@@ -329,45 +290,6 @@ class _Stepper:
             self._steps.close()  # runs the generator's clean-up: leaves the room
         except ValueError:
             pass  # "generator already executing": that step closes it
-
-
-def _claim_standard(
-    conn: Connection,
-    queue: QueueConfig,
-    limit: int,
-    visibility_timeout: int | None,
-    now: int,
-    target: QueueConfig | None,
-    counters: Counters,
-    virtual: str | None,
-    reader: MessageReader,
-) -> list[Message]:
-    mine = virtual is not None
-    params = {
-        "virtual": virtual,
-        "queue_id": queue.id,
-        "now": now,
-        "limit": limit,
-        "timeout": visibility_timeout,
-        "cap": queue.in_flight_limit,
-        # Sealed rows are claimed only where the queue row (fresh: in a transaction) says the queue is
-        # sealed.  A cached row that went stale (sealed since) claims none on the one-statement path,
-        # which could not give them back if their key is missing; finding nothing, it re-reads the row.
-        "sealed": queue.sealed,
-    }
-    if target is not None:
-        # A message received max_receive_count times goes to the dead-letter queue instead.
-        while over := [
-            row_id for row_id, count in conn.execute(_HEAD[mine], params) if redrive.exhausted(count, queue)
-        ]:
-            relocation.move(
-                conn, relocation.Kind.DEAD_LETTER, queue, target, over, now, counters, reader.sealer
-            )
-    claims = _CLAIM_HEAD[conn.dialect]
-    rows = fairness.claim(conn, queue, params, claims[mine, False], claims[mine, True])
-    if queue.history:
-        history.record(conn, queue, now, history.RECEIVED, [(row[1], row[5]) for row in rows])
-    return reader.messages(conn, rows)
 
 
 def _claim_fifo(

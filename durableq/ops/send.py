@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from contextlib import nullcontext
 from dataclasses import dataclass
 from itertools import groupby
 from typing import Any
@@ -131,7 +132,9 @@ def send_one(
     _refuse_deduplication_id(name, item)
     message_id = new_message_id()
     queue = catalog.get(conn, name)
-    with history.atomic(conn, queue):
+    # A queue's first tenant marks it in the same commit as the message (fairness.mark).
+    first_tenant = item.group_id is not None and not queue.grouped
+    with conn.one_write() if first_tenant else nullcontext(), history.atomic(conn, queue):
         key = sealer.data_key(conn, queue, now)
         row = _row(queue, message_id, item, item.delay_seconds, now, item.group_id, virtual=virtual, key=key)
         if conn.execute(_statement(row), row).rowcount != 1:

@@ -185,7 +185,7 @@ def change(
         row = conn.execute(_EXTEND if up_to_cap else _CHANGE, params).fetchone()
         if row is not None:
             group_id, visible_at = row[0], int(row[1])
-            if group_id is not None:
+            if group_id is not None and queue.fifo:  # (a standard queue's group is a fair tenant)
                 fifo.refresh_groups(conn, queue.id, [group_id])
             history.record(conn, queue, now, history.VISIBILITY_CHANGED, [row[2:]], visible_at=visible_at)
             return max((visible_at - now) // 1000, 0)

@@ -228,7 +228,7 @@ class Driver:
 
     def run(self, path: Path, *args: str, as_root: bool = False) -> subprocess.CompletedProcess[str]:
         """``durableq --db path ARGS --master ...`` as :data:`DRIVER_USER` (in the worker user's group),
-        or as root with this interpreter; the executors run :attr:`python`."""
+        or as root (this environment's ``durableq``); the executors run :attr:`python`."""
         cli = [str(self.python.interpreter), "-m", "durableq"]
         env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": str(self.python.interpreter)}
         user: dict[str, Any] = {}

@@ -240,6 +240,11 @@ MAX_ANALYTICS_PARTITIONS = 1_024
 SNAPSHOT_SHARED_DIR_MODE = 0o711
 #: The snapshot copy: read-only for everyone who can reach it.
 SNAPSHOT_FILE_MODE = 0o444
+#: Outputs under a folder with the setgid bit (shared by the driver's and the executors' OS users):
+#: the mode of the folders durableq makes there, and Hadoop's umask for Spark's folders and files
+#: (``fs.permissions.umask-mode``): group-writable, so either user may write in the other's.
+SHARED_OUTPUT_DIR_MODE = 0o2775
+SHARED_OUTPUT_UMASK = "002"
 #: The percentiles of the reports (ages, latency, processing, retries, wait), in Spark and in Arrow.
 REPORT_PERCENTILES = (0.5, 0.9, 0.95, 0.99)
 #: The accuracy of Spark's percentile_approx in the reports: the rank of each answer is within

@@ -35,6 +35,7 @@ from urllib.parse import unquote, urlsplit
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.types import DateType, StructField, StructType
 
 from .. import limits, validation
@@ -43,6 +44,7 @@ from ..errors import InvalidParameterValue, NotADurableQDatabase
 from .driver import driver_of
 from .errors import AnalyticsError
 from .events import AUDIT_SCHEMA, EVENT_STREAM_FORMAT, EVENT_TABLES, EVENTS_SCHEMA
+from .outputs import explain_write_failure, group_writable, make_folder
 from .session import plan_session, start_session
 
 Rows = list[dict[str, Any]]
@@ -74,7 +76,7 @@ def export_table(
     id committed).  ``source``: the database's absolute path, or its URL (and ``schema``)."""
     from .stream import register
 
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)
     _refuse_legacy(folder)
     register(spark)
     reader = spark.readStream.format(EVENT_STREAM_FORMAT).option("path", source).option("table", table)
@@ -83,15 +85,28 @@ def export_table(
     if batch is not None:
         reader = reader.option("maxEventsPerBatch", batch)
     frame = reader.load().withColumn("date", _utc_date())
-    # Absolute: the JVM resolves a relative path against its own working folder.
-    query = (
-        frame.writeStream.format("parquet")
-        .partitionBy(*PARTITIONS[table])
-        .option("path", str(folder.resolve()))
-        .option("checkpointLocation", str((folder / CHECKPOINT).resolve()))
-        .trigger(availableNow=True)
-        .start()
-    )
+    with group_writable(spark, folder):
+        # Absolute: the JVM resolves a relative path against its own working folder.
+        query = (
+            frame.writeStream.format("parquet")
+            .partitionBy(*PARTITIONS[table])
+            .option("path", str(folder.resolve()))
+            .option("checkpointLocation", str((folder / CHECKPOINT).resolve()))
+            .trigger(availableNow=True)
+            .start()
+        )
+        rows = _await(query, table, folder)
+    return {
+        "table": table,
+        "path": str(folder),
+        "rows": sum(rows.values()),
+        "checkpoint": committed_offset(folder),
+    }
+
+
+def _await(query: StreamingQuery, table: str, folder: Path) -> dict[int, int]:
+    """Wait for ``query`` to stop; its rows per batch.  Its failure is a clear error: the
+    executors' failure to write (:mod:`.outputs`), or else the query's own first line."""
     # Spark keeps the last 100 progress reports: collected as the query goes (a batch takes longer
     # than the poll), so a big backlog's rows are all counted.
     rows: dict[int, int] = {}
@@ -100,17 +115,13 @@ def export_table(
         try:
             done = bool(query.awaitTermination(_POLL_SECONDS))
         except StreamingQueryException as exc:
+            explain_write_failure(folder, exc)
             raise AnalyticsError(
                 f"the export of {table} into {folder} failed, after the batches it committed (run it "
                 f"again to go on from there): {str(exc).splitlines()[0]}"
             ) from exc
         rows.update((int(p["batchId"]), int(p["numInputRows"])) for p in query.recentProgress)
-    return {
-        "table": table,
-        "path": str(folder),
-        "rows": sum(rows.values()),
-        "checkpoint": committed_offset(folder),
-    }
+    return rows
 
 
 def export_events(

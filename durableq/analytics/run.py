@@ -9,7 +9,6 @@ started it).  Results are plain Python: lists of row dicts whose values are
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -24,6 +23,7 @@ from pyspark.sql.types import TimestampType
 
 from ..types import datetime_from_ms
 from .errors import AnalyticsError
+from .outputs import explain_write_failure, for_spark, group_writable
 from .plot import write_activity_png
 from .reader import QueueAnalytics
 from .reports import REPORTS, check_name
@@ -92,7 +92,7 @@ def run_report(
         for name in names:
             frame = analytics.report(name, queue, exact=exact, completed_in_window=completed_in_window)
             if out_dir is not None:
-                frame.write.mode("overwrite").parquet(f"{_for_spark(out_dir)}/{name}")
+                frame.write.mode("overwrite").parquet(f"{for_spark(out_dir)}/{name}")
             result[name] = to_rows(frame)
         if plot is not None:
             activity = result.get("throughput")
@@ -164,7 +164,7 @@ def export_parquet(
         }
         for table, frame in frames.items():
             try:
-                target = f"{_for_spark(out_dir)}/{table}"
+                target = f"{for_spark(out_dir)}/{table}"
                 frame.write.mode("overwrite" if overwrite else "errorifexists").parquet(target)
             except AnalysisException as exc:
                 if "already exists" not in str(exc).lower():
@@ -184,27 +184,17 @@ _OPEN_FAILURES = {
 }
 
 
-#: How Hadoop's file system says a folder could not be made (the executors' user may not write there).
-_MKDIRS_FAILED = re.compile(r"Mkdirs failed to create (?:file:)?(\S+)")
-#: What to do when executors that run as another OS user cannot write the output (docs/analytics.md).
-OUTPUT_RULE = (
-    "Spark's executors cannot write in the folders the driver makes there: on a local or mounted file "
-    "system the driver and the executors must write as the same OS user (run durableq as the executors' "
-    "user), or write to storage such as HDFS or S3 (an hdfs:// or s3a:// folder); see 'Outputs on a "
-    "cluster' in the analytics docs"
-)
-
-
 @contextmanager
 def explained(analytics: QueueAnalytics, out_dir: str | os.PathLike[str] | None = None) -> Iterator[None]:
     """Turn Spark's failure to open the snapshot copy, or to write under ``out_dir``, (on a cluster,
-    usually) into one clear error."""
+    usually) into one clear error; writes under a shared ``out_dir`` group-writable (:mod:`.outputs`)."""
     try:
-        yield
+        with group_writable(analytics.spark, out_dir):
+            yield
     except Exception as exc:  # py4j wraps the executors' errors in its own types
         text = str(exc)
         if out_dir is not None:
-            _explain_write_failure(out_dir, text, exc)
+            explain_write_failure(out_dir, exc)
         if analytics.snapshot_path is None or str(analytics.snapshot_path) not in text:
             raise
         reason = next((why for needle, why in _OPEN_FAILURES.items() if needle in text), None)
@@ -228,27 +218,6 @@ def _private(path: Path) -> bool:
         return any(not folder.stat().st_mode & stat.S_IXOTH for folder in path.parents)
     except OSError:
         return False
-
-
-def _explain_write_failure(out_dir: str | os.PathLike[str], text: str, exc: Exception) -> None:
-    """Raise a clear error if ``text`` (Spark's failure) says a folder under ``out_dir`` could not be
-    made or written."""
-    target = _for_spark(out_dir)
-    failed = _MKDIRS_FAILED.search(text)
-    if failed is None and not (target in text and "Permission denied" in text):
-        return
-    why = f"could not make {failed.group(1)}" if failed is not None else "permission denied"
-    raise AnalyticsError(f"Spark could not write under {out_dir} ({why}); {OUTPUT_RULE}") from exc
-
-
-def _for_spark(out_dir: str | os.PathLike[str]) -> str:
-    """``out_dir`` as Spark should see it: a URL as it is, a local path made absolute here.
-
-    Spark resolves a relative path against the JVM's working directory, which is
-    not this process's when the session was started elsewhere (or moved on).
-    """
-    text = str(out_dir).rstrip("/")
-    return text if "://" in text else str(Path(text).resolve())
 
 
 def _refuse_existing(paths: list[str], cause: BaseException | None = None) -> None:

@@ -171,11 +171,12 @@ class Statements:
     ) -> psycopg.Cursor[Any]:
         """``statement`` between the engine's own ``begin`` and ``end`` statements, in one round trip:
         one query string, the statement prepared on the connection from its second run (a statement
-        past :data:`..limits.POSTGRES_PREPARED_STATEMENTS` runs unprepared).  If one fails (the
-        writers' lock timed out, the statement, the commit), the server skips the rest and the error is
-        the first one's; the connection is then in a failed transaction, which the caller rolls back
-        (nothing was prepared in it: a ``PREPARE`` runs on its own, beforehand, the connection idle).
-        ``rollback``: the connection's, for a statement deallocated since (see below)."""
+        past :data:`..limits.POSTGRES_PREPARED_STATEMENTS` runs unprepared), the engine's own
+        ``SELECT``s (the writers' lock, the ``NOTIFY`` if listening) from their first.  If one fails
+        (the writers' lock timed out, the statement, the commit), the server skips the rest and the
+        error is the first one's; the connection is then in a failed transaction, which the caller
+        rolls back (nothing was prepared in it: a ``PREPARE`` runs on its own, beforehand, the
+        connection idle).  ``rollback``: the connection's, for a statement deallocated since (below)."""
         plan = prepared(statement)
         variant = None if plan is None else plan.variant(parameters)
         if variant is not None:
@@ -186,18 +187,18 @@ class Statements:
                 self._prepare(variant)
             if not self._prepared.get(variant.name):
                 variant = None
-        if variant is None:
-            return self._send(begin, placeholders(statement), end, parameters)
+        text = placeholders(statement) if variant is None else variant.execute
         try:
-            return self._send(begin, variant.execute, end, parameters)
+            return self._send(begin, text, end, parameters)
         except errors.InvalidSqlStatementName:
             # Deallocated since: psycopg sends DEALLOCATE ALL after a ROLLBACK (or a DROP...) on a
-            # connection where it prepared statements of its own.  Nothing ran (the EXECUTE was the
-            # transaction's first statement): roll back, prepare again, and send it again.
+            # connection where it prepared statements of its own.  Nothing is committed (the string
+            # is one transaction, which failed): roll back, prepare again, and send it again.
             rollback()
             self._prepared = {}
-            self._prepare(variant)
-            return self._send(begin, variant.execute, end, parameters)
+            if variant is not None:
+                self._prepare(variant)
+            return self._send(begin, text, end, parameters)
 
     def _send(
         self, begin: tuple[str, ...], text: str, end: tuple[str, ...], parameters: Params
@@ -205,10 +206,23 @@ class Statements:
         """One query string: ``begin``, ``text`` (its values bound by psycopg), ``end``; the cursor at
         ``text``'s result."""
         cursor = psycopg.ClientCursor(self._raw)
-        cursor.execute("; ".join((*begin, text, *end)), parameters)
+        own = self._own
+        cursor.execute("; ".join((*map(own, begin), text, *map(own, end))), parameters)
         for _ in begin:
             cursor.nextset()
         return cursor
+
+    def _own(self, statement: str) -> str:
+        """One of the engine's own statements (no parameters): its ``EXECUTE`` if it is a ``SELECT``
+        (prepared now if it is not yet: parsed and planned once per connection, not at every run)."""
+        if not statement.startswith("SELECT"):
+            return statement  # BEGIN, COMMIT
+        plan = prepared(statement)
+        assert plan is not None
+        variant = plan.variant(())
+        if self._prepared.get(variant.name) is not True:
+            self._prepare(variant)
+        return variant.execute
 
     def _prepare(self, variant: Variant) -> None:
         """``PREPARE`` on its own, the connection idle (so that no failed transaction can undo it)."""

@@ -263,6 +263,10 @@ MAX_PLOT_POINTS = 300
 #: Idle connections a PostgreSQL broker keeps for its next transactions (``Broker.transaction()``
 #: runs on a connection of its own, not the thread's).
 TRANSACTION_SPARES = 4
+#: PostgreSQL: how many statements one connection prepares (``PREPARE``, at a statement's second run in
+#: a transaction of its own; see ``engines.postgres.prepared``).  The first ones are the hot path's; a
+#: statement past the limit runs unprepared, so neither the server's nor this process's memory grows.
+POSTGRES_PREPARED_STATEMENTS = 200
 
 # The dashboard (``durableq dashboard``, durableq.dashboard).
 DASHBOARD_HOST = "127.0.0.1"

@@ -135,3 +135,43 @@ def test_statements_that_a_failed_round_trip_skipped_are_not_taken_for_prepared(
             jobs.send(f"after {n}")
         assert len(jobs.receive(max_messages=10)) == 8
     assert _left_in_a_transaction(admin) == []
+
+
+_HOT = ("INSERT INTO durableq_messages", "UPDATE durableq_messages", "DELETE FROM durableq_messages")
+
+
+def _hot_statements_prepared(broker: durableq.Broker) -> list[bool]:
+    """Has this thread's connection prepared the insert, the claim and the delete of a message?  (A
+    session's prepared statements are its own: asked on it.)"""
+    raw = broker._rt.db.conn.raw
+    rows = raw.execute("SELECT statement FROM pg_prepared_statements WHERE name LIKE 'durableq%'").fetchall()
+    return [any(hot in text for (text,) in rows) for hot in _HOT]
+
+
+def test_a_send_receive_and_delete_each_run_a_statement_prepared_once(pg_url: str) -> None:
+    """Each one-statement write goes in one round trip with its statement prepared on the connection
+    (from its second run), and a rollback on the connection (after which psycopg deallocates every
+    prepared statement of the session, its own and durableq's) costs nothing but a fresh PREPARE."""
+    with durableq.open(pg_url, durability="normal") as broker:
+        jobs = broker.create_queue("jobs")
+        for n in range(2):
+            jobs.send(f"warm {n}")
+            (message,) = jobs.receive()
+            jobs.delete(message.receipt_handle)
+        assert _hot_statements_prepared(broker) == [True, True, True]
+        for n in range(8):  # psycopg prepares a statement of a transaction of several at its sixth run
+            jobs.send_batch([SendEntry("1", f"batch {n}")])
+            jobs.set_attributes(visibility_timeout=30 + n)
+        with pytest.raises(durableq.InvalidAttributeValue):
+            jobs.set_attributes(visibility_timeout=-1)  # refused after its first statements: rolled back
+        jobs.send("after")
+        received = jobs.receive(max_messages=10)
+        for message in received:
+            jobs.delete(message.receipt_handle)
+        assert len(received) == 9
+        for n in range(2):
+            jobs.send(f"again {n}")
+            (message,) = jobs.receive()
+            jobs.delete(message.receipt_handle)
+        assert _hot_statements_prepared(broker) == [True, True, True]  # prepared again
+        assert jobs.receive() == []

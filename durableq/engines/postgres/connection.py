@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import weakref
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -26,6 +25,8 @@ from psycopg.rows import tuple_row
 from ..base import Cursor, Params
 from ..dialect import POSTGRES
 from .errors import refused, translate, unstorable
+from .prepared import Statements
+from .prepared import placeholders as placeholders  # where the tests and .snapshot import it from
 
 log = logging.getLogger(__name__)
 
@@ -99,29 +100,6 @@ def close_quietly(raw: psycopg.Connection[Any], what: str) -> None:
         log.debug("closing %s failed", what, exc_info=True)
 
 
-_PARAMETER = re.compile(r"'(?:[^']|'')*'|--[^\n]*|/\*.*?\*/|::|:([A-Za-z_]\w*)|\?|%", re.S)
-
-
-@lru_cache(maxsize=1024)
-def placeholders(statement: str) -> str:
-    """``statement`` with sqlite3's parameters (``:name``, ``?``) as psycopg's (``%(name)s``, ``%s``),
-    and every other ``%`` doubled (psycopg reads ``%%`` as ``%`` where parameters are bound); string
-    literals, comments and ``::`` casts as they are.  Once per statement text.  (Only the parameter
-    style: the SQL itself is the operations', fragments from :data:`..dialect.POSTGRES`.)"""
-
-    def placeholder(match: re.Match[str]) -> str:
-        token = match.group(0)
-        if match.group(1) is not None:
-            return f"%({match.group(1)})s"
-        if token == "?":
-            return "%s"
-        if token == "%":
-            return "%%"
-        return token.replace("%", "%%")  # a string literal, a comment or a cast, as it is
-
-    return _PARAMETER.sub(placeholder, statement)
-
-
 @lru_cache(maxsize=1024)
 def _is_write(statement: str) -> bool:
     """Does ``statement`` change rows (so that its commit notifies)?  Once per statement text."""
@@ -132,7 +110,7 @@ class Connection:
     """One server connection with the interface the operations use (that of ``sqlite3.Connection``):
     sqlite3's parameter style, translated errors, and a count of changed rows."""
 
-    __slots__ = ("_begin", "_busy_timeout", "_each", "_location", "changes", "raw")
+    __slots__ = ("_begin", "_busy_timeout", "_each", "_location", "_statements", "changes", "raw")
 
     dialect = POSTGRES
 
@@ -141,6 +119,8 @@ class Connection:
         self._location = location
         self._busy_timeout = busy_timeout
         self.changes = 0
+        #: The statements this connection prepared (see :mod:`.prepared`).
+        self._statements = Statements(raw)
         #: A transaction's beginning not sent yet (see :meth:`begin`).
         self._begin: tuple[str, ...] = ()
         #: Inside ``Database.change()``: how each statement's own transaction begins and ends (see
@@ -149,9 +129,10 @@ class Connection:
 
     def begin(self, statements: str) -> None:
         """Begin a transaction with ``statements`` (the engine's own, no parameters, joined by
-        ``"; "``), sent with the transaction's first statement in one round trip (psycopg's pipeline
-        mode), not on their own: ``BEGIN`` and the writers' lock cost no round trip of their own, and
-        a transaction that runs no statement costs none at all."""
+        ``"; "``), sent with the transaction's first statement in one round trip (one query string,
+        see :mod:`.prepared`; an ``executemany``'s in psycopg's pipeline mode), not on their own:
+        ``BEGIN`` and the writers' lock cost no round trip of their own, and a transaction that runs
+        no statement costs none at all."""
         self._begin = tuple(statements.split("; "))
 
     def each_statement(self, begin: str, end: str) -> None:
@@ -175,6 +156,11 @@ class Connection:
         self.run(command)
 
     def execute(self, statement: str, parameters: Params = (), /) -> Cursor:
+        if self._begin:
+            begin, self._begin = self._begin, ()
+            return self._one_round_trip(statement, parameters, begin, ())
+        if self._each is not None and self.raw.info.transaction_status == TransactionStatus.IDLE:
+            return self._one_round_trip(statement, parameters, *self._each)
         if not parameters:  # nothing bound: psycopg sends the text as it is (a "%" stays one)
             return self._run(statement, lambda cursor: cursor.execute(statement))
         return self._run(statement, lambda cursor: cursor.execute(placeholders(statement), parameters))
@@ -204,6 +190,25 @@ class Connection:
             self.changes += cursor.rowcount
         return cursor
 
+    def _one_round_trip(
+        self, statement: str, parameters: Params, begin: tuple[str, ...], end: tuple[str, ...]
+    ) -> Cursor:
+        """``statement`` between the engine's own ``begin`` and ``end`` statements, in one round trip
+        (see :meth:`.prepared.Statements.round_trip`); errors translated, changed rows counted."""
+        try:
+            cursor = self._statements.round_trip(
+                statement, parameters, begin, end, self._rollback_transaction
+            )
+        except psycopg.Error as exc:
+            if refused(exc):
+                raise unstorable(exc) from None
+            raise translate(exc, self._location, self._busy_timeout) from exc
+        except (UnicodeEncodeError, ValueError) as exc:
+            raise unstorable(exc) from None
+        if cursor.rowcount > 0 and _is_write(statement):
+            self.changes += cursor.rowcount
+        return cursor
+
     def _pipelined(
         self,
         cursor: psycopg.Cursor[Any],
@@ -211,8 +216,8 @@ class Connection:
         begin: tuple[str, ...],
         end: tuple[str, ...],
     ) -> None:
-        """A statement between the engine's own ``begin`` and ``end`` statements, in one round trip
-        (psycopg's pipeline mode).  If one fails (the writers' lock timed out, the statement, the
+        """An ``executemany`` between the engine's own ``begin`` and ``end`` statements, in one round
+        trip (psycopg's pipeline mode).  If one fails (the writers' lock timed out, the statement, the
         commit), those after it do not run and the error is the first one's; the connection is then in
         a failed transaction, which the caller rolls back.
 

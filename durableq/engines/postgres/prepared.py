@@ -1,0 +1,233 @@
+"""One round trip per one-statement transaction: the statement prepared once per connection, then
+``BEGIN``, the writers' lock, ``EXECUTE`` and the commit's statements sent as one query string.
+
+Why not psycopg's pipeline mode, which also sends them in one round trip: its Python side (a queue of
+commands, one result handler each, a ``Sync``) costs more client CPU than the server spends on the
+whole transaction; one query string of five statements, its values bound by psycopg's own quoting
+(:class:`psycopg.ClientCursor`), costs a third of it.  A query string is parsed and planned at each
+run, so the statement itself is prepared once per connection (``PREPARE``, on its own, while the
+connection is idle) and the string runs ``EXECUTE name(values)``: planned once, as psycopg's own
+prepared statements are.
+
+Values are never formatted into SQL text by durableq: the ``EXECUTE``'s arguments are psycopg's
+placeholders, bound and quoted by psycopg (:meth:`psycopg.ClientCursor.execute`).
+
+Parameter types: a prepared statement's parameters have types, fixed when it is prepared.  They are
+declared from the values as psycopg's server-side binding sends them (an ``int`` as the smallest
+integer type that holds it; text and ``NULL`` as ``unknown``, the type inferred from where the
+parameter is used), so a statement means what it meant bound by psycopg; as psycopg does, a statement
+has one prepared statement per combination of its values' types.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import psycopg
+from psycopg import errors
+
+from ... import limits
+from ..base import Params
+
+#: Statements PostgreSQL can prepare (the others run as they are, their values bound the same way).
+_PREPARABLE = ("SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "VALUES")
+#: A value's declared type in ``PREPARE`` (see the module's docstring); anything else: ``unknown``.
+_TYPES: dict[type, str] = {bool: "boolean", float: "double precision", bytes: "bytea"}
+
+_PARAMETER = re.compile(r"'(?:[^']|'')*'|--[^\n]*|/\*.*?\*/|::|:([A-Za-z_]\w*)|\?", re.S)
+
+
+_SQLITE_PARAMETER = re.compile(r"'(?:[^']|'')*'|--[^\n]*|/\*.*?\*/|::|:([A-Za-z_]\w*)|\?|%", re.S)
+
+
+@lru_cache(maxsize=1024)
+def placeholders(statement: str) -> str:
+    """``statement`` with sqlite3's parameters (``:name``, ``?``) as psycopg's (``%(name)s``, ``%s``),
+    and every other ``%`` doubled (psycopg reads ``%%`` as ``%`` where parameters are bound); string
+    literals, comments and ``::`` casts as they are.  Once per statement text.  (Only the parameter
+    style: the SQL itself is the operations', fragments from :data:`..dialect.POSTGRES`.)"""
+
+    def placeholder(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if match.group(1) is not None:
+            return f"%({match.group(1)})s"
+        if token == "?":
+            return "%s"
+        if token == "%":
+            return "%%"
+        return token.replace("%", "%%")  # a string literal, a comment or a cast, as it is
+
+    return _SQLITE_PARAMETER.sub(placeholder, statement)
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A statement in the shape of ``PREPARE`` and ``EXECUTE``."""
+
+    #: The statement's digest: its prepared statements' names begin with it.
+    digest: str
+    #: The statement with PostgreSQL's positional parameters (``$1``...).
+    body: str
+    #: The parameters in ``$n`` order: names (a mapping's keys) or positions (a sequence's).
+    order: tuple[str | int, ...]
+    #: Its variants so far, by the types of their parameters (see :meth:`variant`).
+    variants: dict[tuple[str, ...], Variant]
+
+    def variant(self, parameters: Params) -> Variant:
+        """The prepared statement for values of these types (see the module's docstring)."""
+        types = tuple(_type(_value(parameters, key)) for key in self.order)
+        found = self.variants.get(types)
+        if found is None:
+            found = self.variants[types] = self._variant(types)
+        return found
+
+    def _variant(self, types: tuple[str, ...]) -> Variant:
+        tag = hashlib.sha256(repr(types).encode()).hexdigest()[:8]
+        name = f"durableq_{self.digest}_{tag}"
+        if not self.order:
+            return Variant(name, f"PREPARE {name} AS {self.body}", f"EXECUTE {name}")
+        arguments = ", ".join(f"%({key})s" if isinstance(key, str) else "%s" for key in self.order)
+        return Variant(
+            name, f"PREPARE {name} ({', '.join(types)}) AS {self.body}", f"EXECUTE {name}({arguments})"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """One prepared statement of a :class:`Prepared`: its parameters' types fixed."""
+
+    #: Its name on a connection.
+    name: str
+    #: ``PREPARE name (types) AS ...``.
+    declaration: str
+    #: ``EXECUTE name(%(a)s, %s, ...)``: psycopg's placeholders, bound by the client cursor.
+    execute: str
+
+
+def _type(value: object) -> str:
+    """The type psycopg's server-side binding gives ``value`` (the smallest integer type it fits)."""
+    if type(value) is int:
+        if -(2**15) <= value < 2**15:
+            return "smallint"
+        if -(2**31) <= value < 2**31:
+            return "integer"
+        return "bigint" if -(2**63) <= value < 2**63 else "numeric"
+    return _TYPES.get(type(value), "unknown")
+
+
+def _value(parameters: Params, key: str | int) -> object:
+    if isinstance(key, str):
+        assert isinstance(parameters, Mapping)
+        return parameters[key]
+    assert isinstance(parameters, Sequence)
+    return parameters[key]
+
+
+@lru_cache(maxsize=1024)
+def prepared(statement: str) -> Prepared | None:
+    """``statement`` (sqlite3's parameter style: ``:name`` or ``?``) as a :class:`Prepared`, or None if
+    PostgreSQL cannot prepare it.  Once per statement text."""
+    if not statement.lstrip().upper().startswith(_PREPARABLE):
+        return None
+    order: list[str | int] = []
+
+    def positional(match: re.Match[str]) -> str:
+        token, name = match.group(0), match.group(1)
+        if name is None and token != "?":
+            return token  # a string literal, a comment or a cast, as it is
+        if name is None:
+            order.append(len(order))
+            return f"${len(order)}"
+        if name not in order:
+            order.append(name)
+        return f"${order.index(name) + 1}"
+
+    body = _PARAMETER.sub(positional, statement.strip())
+    return Prepared(hashlib.sha256(statement.encode()).hexdigest()[:16], body, tuple(order), {})
+
+
+class Statements:
+    """The statements one connection prepared, and its one-round-trip transactions."""
+
+    __slots__ = ("_prepared", "_raw")
+
+    def __init__(self, raw: psycopg.Connection[Any]) -> None:
+        self._raw = raw
+        #: By name: prepared (True), or seen once (False; prepared if it runs again).
+        self._prepared: dict[str, bool] = {}
+
+    def round_trip(
+        self,
+        statement: str,
+        parameters: Params,
+        begin: tuple[str, ...],
+        end: tuple[str, ...],
+        rollback: Callable[[], None],
+    ) -> psycopg.Cursor[Any]:
+        """``statement`` between the engine's own ``begin`` and ``end`` statements, in one round trip:
+        one query string, the statement prepared on the connection from its second run (a statement
+        past :data:`..limits.POSTGRES_PREPARED_STATEMENTS` runs unprepared), the engine's own
+        ``SELECT``s (the writers' lock, the ``NOTIFY`` if listening) from their first.  If one fails
+        (the writers' lock timed out, the statement, the commit), the server skips the rest and the
+        error is the first one's; the connection is then in a failed transaction, which the caller
+        rolls back (nothing was prepared in it: a ``PREPARE`` runs on its own, beforehand, the
+        connection idle).  ``rollback``: the connection's, for a statement deallocated since (below)."""
+        plan = prepared(statement)
+        variant = None if plan is None else plan.variant(parameters)
+        if variant is not None:
+            seen = self._prepared.get(variant.name)
+            if seen is None and len(self._prepared) < limits.POSTGRES_PREPARED_STATEMENTS:
+                self._prepared[variant.name] = False
+            elif seen is False:
+                self._prepare(variant)
+            if not self._prepared.get(variant.name):
+                variant = None
+        text = placeholders(statement) if variant is None else variant.execute
+        try:
+            return self._send(begin, text, end, parameters)
+        except errors.InvalidSqlStatementName:
+            # Deallocated since: psycopg sends DEALLOCATE ALL after a ROLLBACK (or a DROP...) on a
+            # connection where it prepared statements of its own.  Nothing is committed (the string
+            # is one transaction, which failed): roll back, prepare again, and send it again.
+            rollback()
+            self._prepared = {}
+            if variant is not None:
+                self._prepare(variant)
+            return self._send(begin, text, end, parameters)
+
+    def _send(
+        self, begin: tuple[str, ...], text: str, end: tuple[str, ...], parameters: Params
+    ) -> psycopg.Cursor[Any]:
+        """One query string: ``begin``, ``text`` (its values bound by psycopg), ``end``; the cursor at
+        ``text``'s result."""
+        cursor = psycopg.ClientCursor(self._raw)
+        own = self._own
+        cursor.execute("; ".join((*map(own, begin), text, *map(own, end))), parameters)
+        for _ in begin:
+            cursor.nextset()
+        return cursor
+
+    def _own(self, statement: str) -> str:
+        """One of the engine's own statements (no parameters): its ``EXECUTE`` if it is a ``SELECT``
+        (prepared now if it is not yet: parsed and planned once per connection, not at every run)."""
+        if not statement.startswith("SELECT"):
+            return statement  # BEGIN, COMMIT
+        plan = prepared(statement)
+        assert plan is not None
+        variant = plan.variant(())
+        if self._prepared.get(variant.name) is not True:
+            self._prepare(variant)
+        return variant.execute
+
+    def _prepare(self, variant: Variant) -> None:
+        """``PREPARE`` on its own, the connection idle (so that no failed transaction can undo it)."""
+        try:
+            self._raw.execute(variant.declaration)
+        except errors.DuplicatePreparedStatement:
+            pass  # prepared by a call cut off before it could note it
+        self._prepared[variant.name] = True

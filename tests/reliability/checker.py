@@ -110,7 +110,7 @@ def check_fifo_groups_blocked(history: History, problems: Problems) -> None:
     """While one message of a FIFO group is held, no other message of the group is handed out."""
     by_group: dict[tuple[str, str], list[tuple[float, Story, int]]] = defaultdict(list)
     for story in history.stories.values():
-        if story.group is not None:
+        if story.group is not None and story.queue.endswith(".fifo"):
             for index, receipt in enumerate(story.receipts):
                 by_group[(story.queue, story.group)].append((receipt.before, story, index))
     for (queue, group), held in by_group.items():
@@ -159,7 +159,7 @@ def check_fifo_order(history: History, problems: Problems) -> None:
     """For each group, the first receive of message i precedes the first receive of message j > i."""
     groups: dict[tuple[str, str], list[Story]] = defaultdict(list)
     for story in history.stories.values():
-        if story.group is not None and story.receipts:
+        if story.group is not None and story.receipts and story.queue.endswith(".fifo"):
             groups[(story.queue, story.group)].append(story)
     for (queue, group), stories in groups.items():
         stories.sort(key=lambda s: s.sequence or 0)  # FIFO messages always have one

@@ -92,9 +92,10 @@ class Hand(Caller):
             if self.rng.random() < 0.3:  # explicit, and as unique as the body
                 options["deduplication_id"] = hashlib.sha256(body.encode()).hexdigest()
             return options
+        tenant = {"group_id": self.rng.choice(("t1", "t2", "t3"))} if self.rng.random() < 0.5 else {}
         if self.rng.random() < 0.1:
-            return {"delay_seconds": 1}
-        return {}
+            return {"delay_seconds": 1, **tenant}
+        return tenant
 
     # -- the checked queues (journaled) -------------------------------------------
 

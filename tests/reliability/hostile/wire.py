@@ -258,7 +258,8 @@ class WireHand(Caller):
     def _options(self, name: str) -> dict[str, Any]:
         if name == layout.FIFO:
             return {"group_id": self.rng.choice(layout.GROUPS)}
-        return {"delay_seconds": 1} if self.rng.random() < 0.1 else {}
+        tenant = {"group_id": self.rng.choice(("t1", "t2", "t3"))} if self.rng.random() < 0.5 else {}
+        return {"delay_seconds": 1, **tenant} if self.rng.random() < 0.1 else tenant
 
     def send(self) -> None:
         name = self.rng.choice(WIRE_CHECKED)

@@ -173,7 +173,7 @@ class Floor(Adapter):
             "cap": limits.MAX_IN_FLIGHT_STANDARD,
             "sealed": False,  # the queue encrypts nothing
         }
-        claim = _CLAIM_HEAD[SQLITE][False, "alone"]  # a queue's own messages, never sent a group id
+        claim = _CLAIM_HEAD[SQLITE][False, "any"]  # a queue's own messages, never sent a group id
         rows = self._conn.execute(claim, params).fetchall()
         return [Received(row[_MESSAGE_ID], row[_RECEIPT_HANDLE]) for row in rows]
 

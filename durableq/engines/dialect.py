@@ -40,6 +40,9 @@ class Dialect(ABC):
     #: The statement that reads the catalog's counter of changes to queue rows (see
     #: ``ops/queue_rows.Catalog``).
     catalog_version: str
+    #: The catalog's check of a cached queue row: the counter, and the queue's ``grouped`` flag (the one
+    #: setting its messages' writes set without bumping the counter: ``ops/fairness.py``) by name.
+    catalog_check: str
     #: A statement whose value changes whenever another connection has committed, and never for this
     #: connection's own commits (what lets a connection remember a fact between its transactions); None
     #: where the engine has none.
@@ -77,6 +80,10 @@ class _Sqlite(Dialect):
     random_hex = "lower(hex(randomblob(8)))"
     new_handle = f"printf('%d.%d.%s.%s', queue_id, id, secret, {random_hex})"
     catalog_version = "PRAGMA user_version"
+    catalog_check = (
+        "SELECT (SELECT user_version FROM pragma_user_version), "
+        "(SELECT grouped FROM durableq_queues WHERE name = ?)"
+    )
     commits_elsewhere = "PRAGMA data_version"
 
     def catalog_bump(self, version: int) -> str:
@@ -105,6 +112,9 @@ class _Postgres(Dialect):
     new_handle = f"format('%s.%s.%s.%s', queue_id, id, secret, {random_hex})"
     # The schema's one-row table (SQLite keeps the counter in the file's header).
     catalog_version = "SELECT version FROM durableq_catalog"
+    catalog_check = (
+        "SELECT (SELECT version FROM durableq_catalog), (SELECT grouped FROM durableq_queues WHERE name = ?)"
+    )
 
     def catalog_bump(self, version: int) -> str:
         return f"UPDATE durableq_catalog SET version = {int(version)}"

@@ -21,13 +21,15 @@ a group is noisy exactly while its in-flight share says so).
 
 A queue that was never sent a group id pays nothing: its queue row's ``grouped`` flag (set by
 :func:`mark` in the same commit as its first such message, never cleared) is false, and its receive is
-the one claim statement it always was, which checks the live row's flag itself (a primary-key read):
-a broker whose cached row is older than the flag claims nothing there and reads the row again.  (The
-flag bumps no catalog counter, so setting it locks nothing but the queue row, and passes over a row
-another transaction holds.)  A grouped queue's receive runs in a write transaction of its own: it
-finds the noisy groups (:data:`NOISY_SQL`), then claims the quiet groups' messages and, if they do not
-fill it, the noisy groups': two disjoint claims (the noisy groups as found once), so a message is never
-taken twice, even with a visibility timeout of 0, and a receive that fails takes nothing.
+the one claim statement it always was.  The flag bumps no catalog counter (so setting it locks nothing
+but the queue row, and passes over a row another transaction holds); the catalog's check reads it
+beside the counter, so another broker's cached row learns it within ``Catalog.REVALIDATE_EVERY``, and
+at once on the paths that ask for a fresh row.
+
+A grouped queue's receive runs in a write transaction of its own: it finds the noisy groups
+(:data:`NOISY_SQL`), then claims the quiet groups' messages and, if they do not fill it, the noisy
+groups': two disjoint claims (the noisy groups as found once), so a message is never taken twice, even
+with a visibility timeout of 0, and a receive that fails takes nothing.
 
 What a grouped queue's receive reads more (the strict xfails of tests/test_adversary34.py hold it):
 the queue's messages in flight, to find the noisy groups, and, while a group is noisy, the visible
@@ -66,11 +68,9 @@ def _noisy(d: Dialect) -> str:
 
 NOISY_SQL = for_each_dialect(_noisy)
 
-#: The messages a claim's row picker takes, by mode: ``alone`` those of a queue whose live row says it
-#: was never sent a group id (else none: see the module), ``any`` every one, ``quiet`` those of groups
-#: not in ``:noisy`` (and those without a group), ``noisy`` those of the groups in ``:noisy``.
+#: The messages a claim's row picker takes, by mode: ``any`` every one, ``quiet`` those of groups not in
+#: ``:noisy`` (and those without a group), ``noisy`` those of the groups in ``:noisy``.
 TAKES: dict[str, Callable[[Dialect], str]] = {
-    "alone": lambda d: "NOT (SELECT grouped FROM durableq_queues WHERE id = :queue_id)",
     "any": lambda d: "TRUE",
     "quiet": lambda d: f"(group_id IS NULL OR group_id NOT IN {d.in_texts(':noisy')})",
     "noisy": lambda d: f"group_id IN {d.in_texts(':noisy')}",
@@ -107,14 +107,14 @@ class Order:
         return rows
 
 
-_ALONE, _ANY = Order(("alone",)), Order(("any",))
+_ANY = Order(("any",))
 
 
 def order(conn: Connection, queue: QueueConfig, params: dict[str, Any]) -> Order:
     """The order of a receive of standard queue ``queue`` (its row read in this write transaction if it
     is grouped; the caller's ``params`` gain the ``:noisy`` groups when there are any)."""
     if not queue.grouped:
-        return _ALONE
+        return _ANY
     noisy = [group for (group,) in conn.execute(NOISY_SQL[conn.dialect], params)]
     if not noisy:
         return _ANY

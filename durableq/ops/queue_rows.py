@@ -79,15 +79,14 @@ class Catalog:
     """A broker's cache of queue rows, so the hot paths need no lookup statement.
 
     A counter (the dialect's ``catalog_version``) counts changes to queue rows (every
-    create, set and delete bumps it in its own transaction); the one-statement paths
+    create, set and delete bumps it in its own transaction).  Paths inside a write
+    transaction ask for ``fresh`` rows, checked against that counter and the one flag
+    the queue's own writes set without bumping it (``grouped``: see ``fairness.mark``),
+    in one statement (the dialect's ``catalog_check``).  The one-statement paths
     (standard send, receive, delete) take the cached row unchecked for up to
-    :data:`REVALIDATE_EVERY` seconds, then checked against that counter: their SQL
-    reads every setting that matters from the live row and fails safe (no row
-    matched) when the queue is gone, and they ask for a ``fresh`` row whenever that
-    happens.  Paths inside a write transaction ask for ``fresh`` rows too: read from
-    the table, as the one statement the counter's check would be, so that a flag the
-    queue's own writes set without bumping the counter (``grouped``: see
-    ``fairness.mark``) is seen there.
+    :data:`REVALIDATE_EVERY` seconds: their SQL reads every setting that matters from
+    the live row and fails safe (no row matched) when the queue is gone, and they
+    re-check the catalog whenever that happens.
     """
 
     REVALIDATE_EVERY = 1.0
@@ -101,13 +100,13 @@ class Catalog:
         now = time.monotonic()
         if entry is not None and not fresh and now - entry[1] < self.REVALIDATE_EVERY:
             return entry[2]
-        if fresh:  # the row as it is (its counter unknown: the next check reloads it)
-            self._cached.pop(name, None)
-            queue = load(conn, name)
-            self._cached[name] = (-1, now, queue)
-            return queue
-        (version,) = conn.execute(conn.dialect.catalog_version).fetchone()
-        if entry is not None and entry[0] == version:
+        version, grouped = conn.execute(conn.dialect.catalog_check, (name,)).fetchone()
+        if (
+            entry is not None
+            and entry[0] == version
+            and grouped is not None
+            and bool(grouped) == entry[2].grouped
+        ):
             queue = entry[2]
         else:
             self._cached.pop(name, None)

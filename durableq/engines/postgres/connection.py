@@ -169,10 +169,10 @@ class Connection:
         return self._run(statement, lambda cursor: cursor.executemany(placeholders(statement), parameters))
 
     def _run(self, statement: str, call: Callable[[psycopg.Cursor[Any]], object]) -> Cursor:
-        """Run ``statement`` by ``call`` on a new cursor; errors translated, changed rows counted
-        (for the commit's NOTIFY)."""
-        cursor = self._cursor()
-        try:
+        """Run ``statement`` by ``call`` on a new cursor (see :meth:`_checked`)."""
+
+        def run() -> Cursor:
+            cursor = self._cursor()
             if self._begin:
                 begin, self._begin = self._begin, ()
                 self._pipelined(cursor, call, begin, ())
@@ -180,25 +180,25 @@ class Connection:
                 self._pipelined(cursor, call, *self._each)
             else:
                 call(cursor)
-        except psycopg.Error as exc:
-            if refused(exc):
-                raise unstorable(exc) from None
-            raise translate(exc, self._location, self._busy_timeout) from exc
-        except (UnicodeEncodeError, ValueError) as exc:
-            raise unstorable(exc) from None
-        if cursor.rowcount > 0 and _is_write(statement):
-            self.changes += cursor.rowcount
-        return cursor
+            return cursor
+
+        return self._checked(statement, run)
 
     def _one_round_trip(
         self, statement: str, parameters: Params, begin: tuple[str, ...], end: tuple[str, ...]
     ) -> Cursor:
         """``statement`` between the engine's own ``begin`` and ``end`` statements, in one round trip
-        (see :meth:`.prepared.Statements.round_trip`); errors translated, changed rows counted."""
+        (see :meth:`.prepared.Statements.round_trip` and :meth:`_checked`)."""
+        rollback = self._rollback_transaction
+        return self._checked(
+            statement, lambda: self._statements.round_trip(statement, parameters, begin, end, rollback)
+        )
+
+    def _checked(self, statement: str, run: Callable[[], Cursor]) -> Cursor:
+        """The cursor ``run()`` ran ``statement`` on; errors translated, changed rows counted (for the
+        commit's NOTIFY)."""
         try:
-            cursor = self._statements.round_trip(
-                statement, parameters, begin, end, self._rollback_transaction
-            )
+            cursor = run()
         except psycopg.Error as exc:
             if refused(exc):
                 raise unstorable(exc) from None

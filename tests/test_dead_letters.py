@@ -219,8 +219,22 @@ def test_a_rate_limited_move_can_be_cancelled(broker: durableq.Broker, clock: Fa
     assert [t.status for t in broker.list_message_moves("jobs-dlq")] == ["COMPLETED", "CANCELLED"]
 
 
+def test_a_move_task_moves_out_of_a_dead_letter_queue_only(broker: durableq.Broker) -> None:
+    """SQS's rule, in the library (the dashboard and the endpoint only pass it on): a queue that is
+    no queue's dead-letter queue starts no move task, with or without a destination."""
+    plain = broker.create_queue("plain")
+    broker.create_queue("elsewhere")
+    plain.send("not a dead letter")
+    for destination in (None, "elsewhere"):
+        with pytest.raises(durableq.InvalidParameterValue, match="'plain' is no queue's dead-letter queue"):
+            broker.start_message_move("plain", destination=destination)
+    assert broker.list_message_moves("plain") == []
+    assert plain.stats().approximate_number_of_messages == 1
+
+
 def test_move_task_errors(broker: durableq.Broker) -> None:
     broker.create_queue("dlq")
+    broker.create_queue("jobs", redrive_policy=RedrivePolicy("dlq", 3))
     with pytest.raises(durableq.ResourceNotFoundException):
         broker.cancel_message_move("no-such-task")
     with pytest.raises(durableq.QueueDoesNotExist):
@@ -235,6 +249,7 @@ def test_move_task_errors(broker: durableq.Broker) -> None:
 
 def test_a_message_without_a_source_fails_the_task(broker: durableq.Broker) -> None:
     dead = broker.create_queue("dlq")
+    broker.create_queue("jobs", redrive_policy=RedrivePolicy("dlq", 3))
     dead.send("sent directly, not dead-lettered")
     task = broker.start_message_move("dlq")
     broker.wait_for_message_move(task.task_handle, 30)

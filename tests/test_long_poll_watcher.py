@@ -150,6 +150,47 @@ def test_cancelling_a_waiting_async_receive_takes_nothing(
     assert message.body == "still here" and message.receive_count == 1
 
 
+@pytest.mark.parametrize("kind", ["standard", "fifo"])
+def test_a_receive_cancelled_while_its_claim_runs_takes_nothing(
+    broker: durableq.Broker, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A look already running in a pool thread when its receive is cancelled (the endpoint's client
+    hung up) cannot be stopped: the receive waits for it, and what it claimed goes back at once,
+    its receive uncounted (before: hidden for the visibility timeout, receive count spent)."""
+    from durableq.ops.receive import Receiver
+
+    queue = broker.create_queue("jobs.fifo", fifo=True) if kind == "fifo" else broker.create_queue("jobs")
+    armed, gate = threading.Event(), threading.Event()
+    attempt = Receiver._attempt
+
+    def gated(self: Receiver, *args: Any) -> Any:
+        if armed.is_set():  # the look the send wakes: held until the receive is cancelled
+            gate.wait(30)
+        return attempt(self, *args)
+
+    monkeypatch.setattr(Receiver, "_attempt", gated)
+
+    async def scenario() -> None:
+        with ThreadPoolExecutor(1) as executor:
+            poll = asyncio.ensure_future(queue.receive_async(wait_time=20, executor=executor))
+            await until_async(lambda: waiting(broker) == 1)
+            armed.set()
+            fifo = {"group_id": "g", "deduplication_id": "d"} if kind == "fifo" else {}
+            queue.send("sent while it waited", **fifo)
+            await until_async(lambda: bool(threads_inside(gated.__code__)))
+            poll.cancel()
+            gate.set()  # the running look claims the message now, for a receive that has gone
+            with pytest.raises(asyncio.CancelledError):
+                await poll
+        # (the executor has shut down: no look of that receive runs any more)
+
+    asyncio.run(scenario())
+    armed.clear()
+    [message] = queue.receive(visibility_timeout=0)
+    assert message.body == "sent while it waited"
+    assert message.receive_count == 1  # the abandoned claim is not counted
+
+
 def test_async_receive_follows_the_same_rules(queue: durableq.Queue) -> None:
     queue.send("a")
     with pytest.raises(durableq.InvalidParameterValue, match="wait_time must be"):

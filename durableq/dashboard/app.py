@@ -24,7 +24,6 @@ from starlette.templating import Jinja2Templates
 
 import durableq
 from durableq import limits
-from durableq.errors import InvalidParameterValue
 
 from . import data
 from .auth import TokenGate, csrf_value, same_origin
@@ -130,13 +129,7 @@ class Pages:
         if action == "purge":
             self.broker.get_queue(name).purge()
         elif action == "redrive":
-            if destination is None and not self.broker.dead_letter_source_queues(name):
-                # Its messages came from no queue: a move back would fail at once, unseen.
-                raise InvalidParameterValue(
-                    f"{name!r} is no queue's dead-letter queue: its messages have no queue to go "
-                    "back to; name a destination"
-                )
-            self.broker.start_message_move(name, destination)
+            self.broker.start_message_move(name, destination)  # (refused for no queue's dead-letter queue)
         else:  # "cancel": the route allows nothing else
             self.broker.cancel_message_move(task)
 

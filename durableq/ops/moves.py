@@ -79,6 +79,13 @@ class MoveTasks:
         handle = str(uuid.uuid4())
         with self._db.write() as conn:
             src = queue_rows.load(conn, source)
+            if not queue_rows.dead_letter_sources(conn, source):
+                # SQS's rule: moves take messages out of a dead-letter queue (back to their sources,
+                # or to a destination); messages of any other queue have no source to go back to.
+                raise InvalidParameterValue(
+                    f"{source!r} is no queue's dead-letter queue: a message move task moves messages "
+                    "out of a dead-letter queue; name it in a queue's redrive policy first"
+                )
             if destination is not None:
                 dst = queue_rows.load(conn, destination)
                 if dst.fifo != src.fifo:

@@ -11,15 +11,17 @@ becomes visible."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable, Generator
 from concurrent.futures import Executor
 
 from .. import validation
+from ..aio import outlast
 from ..engines.base import Connection, Database
 from ..errors import OverLimit
 from ..types import Message
-from . import fifo, history, in_flight, redrive, relocation
+from . import fifo, history, in_flight, redrive, relocation, visibility
 from .claim_standard import claim_standard, head_where
 from .counters import EMPTY_RECEIVES, RECEIVED, Counters
 from .longpoll import AsyncWaiter, Rooms, ThreadWaiter, Waiter
@@ -27,6 +29,8 @@ from .message_rows import MessageReader
 from .queue_rows import Catalog, QueueConfig
 from .retention import Sweeper, expired_before
 from .stats import in_flight_count
+
+log = logging.getLogger(__name__)
 
 # A waiting room's look: how many are ready (up to :limit), when the next one will be, and whether
 # the queue still exists (a deleted queue's waiters are let in at once, to fail QueueDoesNotExist).
@@ -120,15 +124,50 @@ class Receiver:
         waiter = AsyncWaiter(max_messages, loop)
         steps = self._steps(name, max_messages, visibility_timeout, wait_time, attempt_id, waiter, virtual)
         stepper = _Stepper(steps)
+        step: asyncio.Future[tuple[bool, float | list[Message]]] | None = None
         try:
             while True:
-                done, value = await loop.run_in_executor(executor, stepper.step)
+                step = loop.run_in_executor(executor, stepper.step)
+                done, value = await asyncio.shield(step)  # cancelled, the look still runs: see _settle
+                step = None
                 if done:
                     return value  # type: ignore[return-value]
                 await waiter.wait(value)  # type: ignore[arg-type]
         except BaseException:
             stepper.abandon()  # cancelled (the client left, the server stops) or failed
+            if step is not None:
+                await self._settle(name, step, loop, executor)
             raise
+
+    async def _settle(
+        self,
+        name: str,
+        step: asyncio.Future[tuple[bool, float | list[Message]]],
+        loop: asyncio.AbstractEventLoop,
+        executor: Executor | None,
+    ) -> None:
+        """The look that ran when its receive was abandoned ends first (a thread cannot be stopped);
+        what it claimed goes back, uncounted: a receiver that left takes nothing."""
+        await outlast(step)
+        if step.cancelled() or step.exception() is not None:
+            return
+        done, value = step.result()
+        if not (done and value):
+            return
+        handles = [m.receipt_handle for m in value]  # type: ignore[union-attr]
+        try:
+            back = loop.run_in_executor(executor, self._put_back, name, handles)
+        except RuntimeError:  # the executor has shut down (the server stops): here, then
+            self._put_back(name, handles)
+            return
+        await outlast(back)
+        if not back.cancelled() and (failed := back.exception()) is not None:
+            # Not put back: they come back when their visibility timeout ends, as a lost answer's would.
+            log.warning("could not put back %d messages of %r: %s", len(handles), name, failed)
+
+    def _put_back(self, name: str, handles: list[str]) -> None:
+        with self._db.write() as conn:
+            visibility.put_back(conn, self._catalog, name, handles, self._clock_ms())
 
     def waiting(self) -> int:
         """How many receives of this broker wait now."""

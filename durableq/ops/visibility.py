@@ -65,6 +65,13 @@ UPDATE durableq_messages SET visible_at = CASE WHEN :visible_at < {VISIBILITY_CA
 WHERE id = :row AND receipt_handle = :handle AND queue_id = :queue_id AND {_UNEXPIRED}
 RETURNING group_id, visible_at, message_id, receive_count
 """
+# A claim undone: the row visible at once and its receive uncounted (the SET reads the values before it).
+_PUT_BACK = """
+UPDATE durableq_messages SET visible_at = :now, receive_count = receive_count - 1,
+  first_received_at = CASE WHEN receive_count = 1 THEN NULL ELSE first_received_at END
+WHERE id = :row AND receipt_handle = :handle AND queue_id = :queue_id
+RETURNING group_id, visible_at, message_id, receive_count
+"""
 _DIAGNOSE = f"""
 SELECT receipt_handle, {VISIBILITY_CAP_SQL}, {_UNEXPIRED} FROM durableq_messages
 WHERE id = :row AND queue_id = :queue_id AND secret = :secret
@@ -220,3 +227,20 @@ def change(
         queue=name,
         reason=Reason.BEYOND_LIMIT,
     )
+
+
+def put_back(conn: Connection, catalog: Catalog, name: str, handles: list[str], now: int) -> None:
+    """Undo the claims of messages whose receiver left before it got them (a long poll whose client
+    hung up while its claim ran): visible at once, their receive uncounted, as if never received.
+    A message deleted or moved since is left alone."""
+    for handle in handles:
+        receipt = receipts.parse(handle)
+        queue = _queue_of(conn, catalog, name, receipt)
+        if queue.fifo:
+            in_flight.forget(conn, queue)
+        row = conn.execute(_PUT_BACK, {**_params(receipt), "now": now}).fetchone()
+        if row is None:
+            continue
+        if row[0] is not None and queue.fifo:
+            fifo.refresh_groups(conn, queue.id, [row[0]])
+        history.record(conn, queue, now, history.VISIBILITY_CHANGED, [row[2:]], visible_at=int(row[1]))

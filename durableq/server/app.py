@@ -14,6 +14,7 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from durableq.aio import outlast
 from durableq.errors import DurableQError
 from durableq.text import printable
 
@@ -166,12 +167,15 @@ class SQSApp:
         gone = asyncio.ensure_future(receive())
         try:
             await asyncio.wait((poll, gone), return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            await self._end(poll)  # this request is cancelled: the poll ends with it
+            raise
         finally:
-            self._polls.discard(poll)
             gone.cancel()
         if not poll.done():
-            poll.cancel()  # the client left while the poll waited: nothing was taken
+            await self._end(poll)  # the client left while the poll waited: nothing was taken
             raise ClientGone
+        self._polls.discard(poll)
         if poll.cancelled():
             current = asyncio.current_task()
             if current is not None and current.cancelling():
@@ -182,6 +186,16 @@ class SQSApp:
         except DurableQError as exc:
             raise pending.failed(exc) from exc
         return pending.respond(messages)
+
+    async def _end(self, poll: asyncio.Task[list[Any]]) -> None:
+        """Cancel a poll and count it as waiting until it has ended: a look it was running finishes
+        first and puts back what it claimed (``Receiver.receive_async``), so a send after the count
+        drops is never taken by a receive whose client has gone."""
+        poll.cancel()
+        try:
+            await outlast(poll)
+        finally:
+            self._polls.discard(poll)
 
     def _state(self) -> dict[str, int]:
         """The endpoint's own figures, for /health and /metrics."""

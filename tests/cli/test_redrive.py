@@ -46,12 +46,20 @@ def test_redrive_to_another_queue_at_a_rate(run: Run, broker: durableq.Broker) -
 
 def test_a_failed_task_exits_1(run: Run, broker: durableq.Broker) -> None:
     broker.create_queue("jobs-dlq").send("never dead-lettered: it has no source queue")
+    broker.create_queue("jobs", redrive_policy=RedrivePolicy("jobs-dlq", 3))
     result = run("redrive", "jobs-dlq", code=1)
     assert result.stdout.startswith("FAILED: moved 0 of 1 messages")
     assert result.stderr == (
         "error: MessageMoveFailed: the message move task failed: "
         "a message has no source queue to go back to; name a destination\n"
     )
+
+
+def test_redrive_of_no_queues_dead_letter_queue_is_refused(run: Run, broker: durableq.Broker) -> None:
+    broker.create_queue("plain")
+    result = run("redrive", "plain", code=1)
+    assert result.stderr.startswith("error: InvalidParameterValue: 'plain' is no queue's dead-letter queue")
+    assert result.stderr.count("\n") == 1
 
 
 def test_ctrl_c_cancels_the_task(run: Run, broker: durableq.Broker, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -195,6 +195,13 @@ def dead_letter_run(
                     release_share=0.3,
                 )
         queues = list(dead_letters)
+        # The kills start once the producer has committed a message: on a loaded machine a process
+        # killed while it starts does nothing, and a run that checks no message proves nothing.
+        deadline = time.monotonic() + 60
+        while not store.rows(db):
+            assert time.monotonic() < deadline, "the producer committed no message in 60 s"
+            fleet.raise_failures()
+            time.sleep(0.05)
 
         def check(where: str) -> Counter[str]:
             return check_file(

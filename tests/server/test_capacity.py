@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from durableq.server import Bounds, Server, serve
+from tests.conftest import threads_inside
 
 from .conftest import client
 
@@ -201,6 +202,40 @@ def test_a_client_that_hangs_up_on_a_long_poll_takes_nothing(running: Server) ->
     until(lambda: health(running)[1]["waiting_receives"] == 0)
     sqs.send_message(QueueUrl=url, MessageBody="for the next one")
     [message] = sqs.receive_message(QueueUrl=url, AttributeNames=["All"])["Messages"]
+    assert message["Attributes"]["ApproximateReceiveCount"] == "1"
+
+
+def test_a_hang_up_while_the_poll_claims_takes_nothing(
+    running: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The client hangs up while its long poll's look is claiming (a pool thread, which cannot be
+    stopped): the poll counts as waiting until that look has ended and put back what it took, so
+    the message goes to the next receive, its receive uncounted."""
+    from durableq.ops.receive import Receiver
+
+    armed, gate = threading.Event(), threading.Event()
+    attempt = Receiver._attempt
+
+    def gated(self: Receiver, *args: Any) -> Any:
+        if armed.is_set():  # the look the send wakes: held until the client has gone
+            gate.wait(30)
+        return attempt(self, *args)
+
+    monkeypatch.setattr(Receiver, "_attempt", gated)
+    sqs = impatient(running)
+    url = sqs.create_queue(QueueName="q")["QueueUrl"]
+    sock = socket.create_connection(address(running))
+    sock.sendall(json_request("ReceiveMessage", {"QueueUrl": url, "WaitTimeSeconds": 20}))
+    until(lambda: health(running)[1]["waiting_receives"] == 1)
+    armed.set()
+    sqs.send_message(QueueUrl=url, MessageBody="sent while it waited")
+    until(lambda: threads_inside(gated.__code__))
+    sock.close()
+    gate.set()
+    until(lambda: health(running)[1]["waiting_receives"] == 0)
+    armed.clear()
+    [message] = sqs.receive_message(QueueUrl=url, AttributeNames=["All"])["Messages"]
+    assert message["Body"] == "sent while it waited"
     assert message["Attributes"]["ApproximateReceiveCount"] == "1"
 
 

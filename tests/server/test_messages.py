@@ -329,6 +329,8 @@ def test_cancel_a_running_move_task(sqs: Any, name: str) -> None:
     dlq_arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{name}"
     url = sqs.create_queue(QueueName=name)["QueueUrl"]
     sqs.create_queue(QueueName=f"{name}-to")
+    policy = f'{{"deadLetterTargetArn": "{dlq_arn}", "maxReceiveCount": 1}}'
+    sqs.create_queue(QueueName=f"{name}-src", Attributes={"RedrivePolicy": policy})  # a DLQ's source
     for _ in range(3):
         sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": "x"} for i in range(10)])
     sqs.start_message_move_task(

@@ -229,7 +229,14 @@ def text_chars(name: str, value: str) -> None:
 
 def fifo_id(name: str, value: object) -> str:
     """A group, deduplication or receive attempt id: 1-128 ASCII alphanumerics or punctuation."""
-    if not isinstance(value, str) or not value:
+    if not isinstance(value, str):
+        raise InvalidParameterValue(
+            template="{parameter} must be a string; got {value!r}",
+            parameter=name,
+            value=value,
+            reason=Reason.FORM,
+        )
+    if not value:
         raise MissingParameter(
             template="{parameter} is required and must be a non-empty string; got {value!r}",
             parameter=name,

@@ -50,6 +50,15 @@ def test_fifo_ids_are_1_to_128_ascii_characters(dedup: durableq.Queue, bad: str)
         dedup.receive(attempt_id=bad)
 
 
+@pytest.mark.parametrize("bad", [5, 1.5, ["g"], True])
+def test_a_fifo_id_that_is_no_string_is_invalid_not_missing(dedup: durableq.Queue, bad: object) -> None:
+    """A group id given as a number (a JSON line's ``"group": 5``) was reported missing."""
+    with pytest.raises(durableq.InvalidParameterValue, match="group_id must be a string; got"):
+        dedup.send("x", group_id=bad)  # type: ignore[arg-type]
+    with pytest.raises(durableq.InvalidParameterValue, match="deduplication_id must be a string; got"):
+        dedup.send("x", group_id="g", deduplication_id=bad)  # type: ignore[arg-type]
+
+
 def test_ids_may_use_ascii_punctuation(dedup: durableq.Queue) -> None:
     group = "!#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
     sent = dedup.send("x", group_id=group, deduplication_id="a" * 128)

@@ -113,6 +113,16 @@ def test_bodies_are_shown_only_when_asked(served: Served, traffic: str) -> None:
         assert "job 0" in answer.body
 
 
+def test_a_standard_queues_group_ids_are_shown(served: Served) -> None:
+    """A fair queue's tenants (group ids on a standard queue) show as FIFO groups do."""
+    with durableq.open(served.location, create=False) as broker:
+        broker.create_queue("tenants").send("for tenant a", group_id="tenant-a")
+    page = served.request("GET", "/queues/tenants", headers=_cookie(served)).body
+    assert "<th>group</th>" in page and "<td>tenant-a</td>" in page
+    plain = served.request("GET", "/queues/jobs", headers=_cookie(served)).body
+    assert "<th>group</th>" not in plain  # a queue without group ids shows no empty column
+
+
 def test_a_missing_database_is_not_created(tmp_path: object) -> None:
     from pathlib import Path
 

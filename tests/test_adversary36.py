@@ -1,0 +1,117 @@
+"""Adversary 36: a receive abandoned while its claim runs puts back what it took (``Receiver._settle``),
+where that meets a full pool, a retry with the same attempt id, a second cancel and a closed broker."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+import durableq
+from durableq.ops.receive import Receiver
+from durableq.server.pool import BoundedPool
+from tests.conftest import threads_inside, until
+
+
+class Gate:
+    """Holds the next look of a receive (``Receiver._attempt``) in its pool thread until opened."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.armed, self.opened = threading.Event(), threading.Event()
+        attempt = Receiver._attempt
+        gate = self
+
+        def gated(self: Receiver, *args: Any) -> Any:
+            if gate.armed.is_set():
+                gate.armed.clear()  # this look only: the test's own receives pass
+                gate.opened.wait(30)
+            return attempt(self, *args)
+
+        self.code = gated.__code__
+        monkeypatch.setattr(Receiver, "_attempt", gated)
+
+    def holding(self) -> bool:
+        return bool(threads_inside(self.code))
+
+
+@pytest.fixture
+def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
+    held = Gate(monkeypatch)
+    yield held
+    held.opened.set()
+
+
+async def until_async(condition: Callable[[], object], what: str) -> None:
+    for _ in range(10_000):
+        if condition():
+            return
+        await asyncio.sleep(0.003)
+    raise AssertionError(f"timed out waiting until {what}")
+
+
+async def abandoned_claim(
+    queue: durableq.Queue, gate: Gate, executor: Executor, then: Callable[[], object], **receive: Any
+) -> asyncio.Task[list[durableq.Message]]:
+    """A receive whose first look is held; cancelled while held; its look then claims, and ``then``
+    runs (on the loop, before the receive hears of the claim).  Returns the receive's task, ended."""
+    gate.armed.set()
+    poll = asyncio.ensure_future(queue.receive_async(executor=executor, **receive))
+    await until_async(gate.holding, "the receive's look is held")
+    poll.cancel()
+    gate.opened.set()
+    until(lambda: not gate.holding(), "the abandoned look has claimed")  # the loop is held meanwhile
+    then()
+    await asyncio.wait((poll,))
+    return poll
+
+
+def test_put_back_when_the_pool_refuses_more_work(
+    queue: durableq.Queue, gate: Gate, broker: durableq.Broker
+) -> None:
+    """The endpoint's pool is full when the abandoned claim's put-back asks it for a thread (its slot
+    was taken by other requests meanwhile): the message must still go back at once, and the receive
+    ends cancelled, not with the pool's PoolBusy.  (Before: PoolBusy escaped ``receive_async`` and
+    the message stayed hidden for its visibility timeout, its receive counted.)"""
+    queue.send("taken by a receiver that left")
+    pool = BoundedPool(threads=1, max_pending=0)
+    release = threading.Event()
+
+    def fill() -> None:
+        until(lambda: pool.outstanding == 0, "the look's thread is free")
+        pool.submit(release.wait, 30)  # another request takes the only slot
+
+    try:
+        poll = asyncio.run(abandoned_claim(queue, gate, pool, fill, wait_time=0))
+        assert poll.cancelled(), poll.exception()
+    finally:
+        release.set()
+        pool.shutdown()
+    [message] = queue.receive(visibility_timeout=0)
+    assert message.body == "taken by a receiver that left"
+    assert message.receive_count == 1
+
+
+def test_a_retry_with_the_same_attempt_id_keeps_what_it_replayed(fifo: durableq.Queue, gate: Gate) -> None:
+    """A FIFO receive with an attempt id is abandoned while its claim runs (the client's connection
+    broke) and its retry, with the same attempt id, gets the claimed messages replayed before the
+    put-back runs: the retry holds them now.  The put-back must not make them visible under the
+    retry's hands (before: visible at once, so a third receive got the same message inside the
+    retry's visibility timeout)."""
+    fifo.send("first", group_id="g", deduplication_id="1")
+    replayed: list[durableq.Message] = []
+
+    def retry() -> None:
+        replayed.extend(fifo.receive(attempt_id="retry-me", visibility_timeout=60))
+
+    with ThreadPoolExecutor(1) as executor:
+        poll = asyncio.run(
+            abandoned_claim(fifo, gate, executor, retry, attempt_id="retry-me", visibility_timeout=60)
+        )
+    assert poll.cancelled()
+    assert [m.body for m in replayed] == ["first"]
+    assert fifo.receive(visibility_timeout=60) == []  # the retry holds it
+    fifo.delete(replayed[0].receipt_handle)  # and its handle still deletes it

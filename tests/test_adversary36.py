@@ -115,3 +115,64 @@ def test_a_retry_with_the_same_attempt_id_keeps_what_it_replayed(fifo: durableq.
     assert [m.body for m in replayed] == ["first"]
     assert fifo.receive(visibility_timeout=60) == []  # the retry holds it
     fifo.delete(replayed[0].receipt_handle)  # and its handle still deletes it
+
+
+def test_a_second_cancel_while_the_put_back_runs_waits_for_it(queue: durableq.Queue, gate: Gate) -> None:
+    """The receive is cancelled again while its put-back waits for a thread (the server stops while
+    polls settle): it still ends only once the message is back, and ends cancelled."""
+    queue.send("put back despite two cancels")
+    release = threading.Event()
+
+    async def scenario(executor: ThreadPoolExecutor) -> asyncio.Task[list[durableq.Message]]:
+        gate.armed.set()
+        poll = asyncio.ensure_future(queue.receive_async(executor=executor, wait_time=0))
+        await until_async(gate.holding, "the receive's look is held")
+        poll.cancel()
+        executor.submit(release.wait, 30)  # the put-back queues behind this
+        gate.opened.set()
+        await until_async(lambda: executor._work_queue.qsize() == 1, "the put-back is queued")
+        poll.cancel()
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert not poll.done()  # not before the put-back has run
+        release.set()
+        await asyncio.wait((poll,))
+        return poll
+
+    with ThreadPoolExecutor(1) as executor:
+        poll = asyncio.run(scenario(executor))
+    assert poll.cancelled()
+    [message] = queue.receive(visibility_timeout=0)
+    assert message.receive_count == 1
+
+
+@pytest.mark.parametrize("what", ["purge", "delete_queue"])
+def test_a_put_back_after_the_messages_went_does_nothing(
+    broker: durableq.Broker, queue: durableq.Queue, gate: Gate, what: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Between the abandoned claim and its put-back the queue is purged, or deleted: the put-back
+    changes nothing, brings nothing back, and the receive still ends cancelled."""
+    queue.send("gone before the put-back")
+    then = queue.purge if what == "purge" else lambda: broker.delete_queue("jobs")
+    with ThreadPoolExecutor(1) as executor:
+        poll = asyncio.run(abandoned_claim(queue, gate, executor, then, wait_time=0))
+    assert poll.cancelled()
+    if what == "purge":
+        assert queue.receive(visibility_timeout=0) == []
+    else:
+        assert "could not put back 1 messages of 'jobs'" in caplog.text
+        assert broker.list_queues() == []
+
+
+def test_a_put_back_fifo_message_comes_before_its_groups_later_ones(fifo: durableq.Queue, gate: Gate) -> None:
+    """An abandoned receive claimed the first two messages of a group: put back, the group is free
+    again and delivers in order, the two first; their receive uncounted."""
+    for i in range(4):
+        fifo.send(f"m{i}", group_id="g", deduplication_id=str(i))
+    fifo.send("other", group_id="h", deduplication_id="o")
+    with ThreadPoolExecutor(1) as executor:
+        poll = asyncio.run(abandoned_claim(fifo, gate, executor, lambda: None, max_messages=2, wait_time=0))
+    assert poll.cancelled()
+    got = fifo.receive(max_messages=10, visibility_timeout=60)
+    assert [m.body for m in got if m.group_id == "g"] == ["m0", "m1", "m2", "m3"]
+    assert {m.body: m.receive_count for m in got}["m0"] == 1

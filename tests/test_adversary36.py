@@ -176,3 +176,31 @@ def test_a_put_back_fifo_message_comes_before_its_groups_later_ones(fifo: durabl
     got = fifo.receive(max_messages=10, visibility_timeout=60)
     assert [m.body for m in got if m.group_id == "g"] == ["m0", "m1", "m2", "m3"]
     assert {m.body: m.receive_count for m in got}["m0"] == 1
+
+
+def test_a_move_task_finishes_when_its_queue_stops_being_a_dead_letter_queue(
+    broker: durableq.Broker, clock: Any
+) -> None:
+    """The move rule is checked when a task starts: a source whose redrive policy goes while the task
+    runs still gets its dead letters back (they name it), nothing lost or doubled."""
+    from durableq import RedrivePolicy
+
+    dead = broker.create_queue("jobs-dlq")
+    jobs = broker.create_queue("jobs", visibility_timeout=10, redrive_policy=RedrivePolicy("jobs-dlq", 1))
+    for i in range(12):
+        jobs.send(f"m{i}")
+    for _ in range(2):
+        jobs.receive(10)
+    clock.advance(10)
+    while jobs.receive(10):  # each receive moves what it would have returned
+        clock.advance(10)
+    assert dead.stats().approximate_number_of_messages == 12
+    task = broker.start_message_move("jobs-dlq", max_per_second=6)
+    jobs.set_attributes(redrive_policy=None)
+    with pytest.raises(durableq.InvalidParameterValue, match="no queue's dead-letter queue"):
+        broker.start_message_move("jobs-dlq")  # (refused now, before "already running")
+    broker.wait_for_message_move(task.task_handle, 30)
+    [done] = broker.list_message_moves("jobs-dlq")
+    assert (done.status, done.moved) == ("COMPLETED", 12)
+    bodies = sorted(m.body for _ in range(3) for m in jobs.receive(10, visibility_timeout=60))
+    assert bodies == sorted(f"m{i}" for i in range(12))

@@ -204,3 +204,35 @@ def test_a_move_task_finishes_when_its_queue_stops_being_a_dead_letter_queue(
     assert (done.status, done.moved) == ("COMPLETED", 12)
     bodies = sorted(m.body for _ in range(3) for m in jobs.receive(10, visibility_timeout=60))
     assert bodies == sorted(f"m{i}" for i in range(12))
+
+
+@pytest.mark.parametrize("kind", ["virtual", "sealed large payload"])
+def test_a_put_back_of_a_virtual_or_sealed_large_message_comes_back_whole(
+    broker: durableq.Broker, gate: Gate, kind: str, tmp_path: Any
+) -> None:
+    """A virtual queue's message goes back to that virtual queue only; an encrypted message stored
+    outside its row (a large payload) goes back whole, readable by the next receive."""
+    body = "x" * 300_000 if kind != "virtual" else "mine"
+    if kind == "virtual":
+        host = broker.create_queue("replies")
+        queue = host.virtual_queue("alpha")
+        opened = broker
+    else:
+        ring = durableq.Keyring(tmp_path / "keys.json")
+        ring.create("orders")
+        opened = durableq.open(
+            broker.location, durability="normal", keyring=ring, payload_dir=broker.payload_dir
+        )
+        queue = opened.create_queue("orders", kms_master_key_id="alias/orders", large_payloads=True)
+    try:
+        queue.send(body)
+        with ThreadPoolExecutor(1) as executor:
+            poll = asyncio.run(abandoned_claim(queue, gate, executor, lambda: None, wait_time=0))
+        assert poll.cancelled()
+        if kind == "virtual":
+            assert host.receive(visibility_timeout=0) == []  # not the host's own
+        [message] = queue.receive(visibility_timeout=60)
+        assert (message.body, message.receive_count) == (body, 1)
+    finally:
+        if opened is not broker:
+            opened.close()

@@ -236,3 +236,21 @@ def test_a_put_back_of_a_virtual_or_sealed_large_message_comes_back_whole(
     finally:
         if opened is not broker:
             opened.close()
+
+
+def test_an_abandoned_fifo_receive_with_an_attempt_id_is_recovered_by_its_retry(
+    fifo: durableq.Queue, gate: Gate
+) -> None:
+    """What it claimed is kept for the retry SQS prescribes after a lost answer: the group stays held
+    (no other receive gets its messages out of order) and the same attempt id gets the same message
+    and handle, its receive counted once."""
+    fifo.send("first", group_id="g", deduplication_id="1")
+    fifo.send("second", group_id="g", deduplication_id="2")
+    with ThreadPoolExecutor(1) as executor:
+        poll = asyncio.run(abandoned_claim(fifo, gate, executor, lambda: None, attempt_id="a-1", wait_time=0))
+    assert poll.cancelled()
+    assert fifo.receive(10, visibility_timeout=60) == []  # the group is held for the retry
+    [again] = fifo.receive(attempt_id="a-1")
+    assert (again.body, again.receive_count) == ("first", 1)
+    fifo.delete(again.receipt_handle)
+    assert [m.body for m in fifo.receive(10)] == ["second"]

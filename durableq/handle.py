@@ -172,7 +172,9 @@ class QueueHandle:
 
         Each look at the database runs in ``executor`` (default: the loop's
         default executor); the waiting itself is an asyncio event.  Cancelling
-        the call while it waits takes nothing from the queue.
+        the call takes nothing from the queue: what a look running then claims goes
+        back, visible at once, except a FIFO receive's with ``attempt_id`` (kept
+        for a retry with the same id, as a lost answer's are).
         """
         return await message_calls.receive_async(
             self._rt, self._to, max_messages, visibility_timeout, wait_time, attempt_id, executor

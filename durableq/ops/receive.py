@@ -136,7 +136,7 @@ class Receiver:
         except BaseException:
             stepper.abandon()  # cancelled (the client left, the server stops) or failed
             if step is not None:
-                await self._settle(name, step, loop, executor)
+                await self._settle(name, step, loop, executor, attempt_id)
             raise
 
     async def _settle(
@@ -145,6 +145,7 @@ class Receiver:
         step: asyncio.Future[tuple[bool, float | list[Message]]],
         loop: asyncio.AbstractEventLoop,
         executor: Executor | None,
+        attempt_id: str | None,
     ) -> None:
         """The look that ran when its receive was abandoned ends first (a thread cannot be stopped);
         what it claimed goes back, uncounted: a receiver that left takes nothing."""
@@ -154,12 +155,29 @@ class Receiver:
         done, value = step.result()
         if not (done and value):
             return
-        handles = [m.receipt_handle for m in value]  # type: ignore[union-attr]
-        try:
-            back = loop.run_in_executor(executor, self._put_back, name, handles)
-        except RuntimeError:  # the executor has shut down (the server stops): here, then
-            self._put_back(name, handles)
+        messages: list[Message] = value  # type: ignore[assignment]
+        if attempt_id is not None and messages[0].sequence_number is not None:
+            # A FIFO receive with an attempt id: its retry (the same id) may have been handed these
+            # very messages and handles already; putting them back would show them to a third
+            # receiver inside the retry's visibility timeout.  They wait for the retry instead, as
+            # a lost answer's do (SQS's way to recover one), or for their visibility timeout.
             return
+        handles = [m.receipt_handle for m in messages]
+        # The given executor, else the loop's own: the endpoint's pool refuses work when full
+        # (PoolBusy), and a shut-down one refuses everything (RuntimeError); last, this thread.
+        for pool in (executor, None):
+            try:
+                back = loop.run_in_executor(pool, self._put_back, name, handles)
+                break
+            except Exception:  # noqa: BLE001 - refused: the next way
+                continue
+        else:
+            back = loop.create_future()
+            try:
+                self._put_back(name, handles)
+                back.set_result(None)
+            except Exception as exc:  # noqa: BLE001 - reported below, as a pool thread's failure is
+                back.set_exception(exc)
         await outlast(back)
         if not back.cancelled() and (failed := back.exception()) is not None:
             # Not put back: they come back when their visibility timeout ends, as a lost answer's would.

@@ -305,7 +305,8 @@ def check_message_history(
     db: store.Location, history: History, stored: Mapping[str, list[store.Row]], problems: Problems
 ) -> int:
     """Queues with history on: each event exists exactly when its change committed, whatever was
-    killed when.  Per message: one ``sent`` first; ``received`` events counting 1, 2, ... n, where
+    killed when.  Per message: one ``sent`` first; ``received`` events counting 1, 2, ... n (less any
+    a put-back undid: a ``visibility_changed`` at the count before it), where
     n is the stored row's receive count; a gone message ends with one ``deleted`` at count n; every
     receive a journal logged has its event.  Returns how many messages were checked."""
     keeping = store.queues_with_history(db)
@@ -316,7 +317,12 @@ def check_message_history(
         trails[event.message_id].append(event)
     for message_id, trail in trails.items():
         kinds = [e.event for e in trail]
-        counts = [e.receive_count for e in trail if e.event == "received"]
+        counts: list[int] = []
+        for e in trail:
+            if e.event == "received":
+                counts.append(e.receive_count)
+            elif e.event == "visibility_changed" and counts and e.receive_count == counts[-1] - 1:
+                counts.pop()  # that receive undone: its client left before it got the message
         rows = stored.get(message_id, [])
         if kinds[0] != "sent" or kinds.count("sent") != 1:
             problems.add(f"HISTORY: {message_id} does not start with one sent event: {kinds}")

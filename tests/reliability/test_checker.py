@@ -206,3 +206,20 @@ def test_a_torn_journal_line_is_refused(tmp_path: Path) -> None:
     path.write_bytes(b'{"k":"start"}\n{"k":"se')
     with pytest.raises(AssertionError, match="torn"):
         read_journal(path)
+
+
+def test_a_receive_put_back_for_a_client_that_left_is_accepted(run: Run) -> None:
+    """The endpoint puts back what a long poll claimed for a client that left meanwhile (here killed
+    mid-receive): the history shows that receive and its undoing, a visibility change at the count
+    before it.  That is no broken promise (adversary 36: the hostile mix through the endpoint failed
+    with "received events count [1, 1]" and "is gone but its events are [sent, received,
+    visibility_changed, received, deleted]")."""
+    Journal(run.journals / "killed.jsonl").write("start", role="test", receives_from=["std"])  # no stop
+    queue = run.process("std")
+    queue.send("a")
+    [claimed] = run.broker.get_queue("std").receive()  # for the client that left: never journaled
+    run.broker._rt.receiver._put_back("std", [claimed.receipt_handle])
+    (message,) = queue.receive()
+    assert message.receive_count == 1
+    queue.delete(message.receipt_handle)
+    run.check(drained=True)

@@ -20,7 +20,7 @@ from ..engines.base import Connection
 from ..engines.dialect import Dialect, encode_ids, for_each_dialect
 from ..types import Message
 from . import redrive
-from .message_rows import CLAIM_IDS, COLUMNS, MessageReader
+from .message_rows import COLUMNS, MessageReader, claim_ids
 from .queue_rows import QueueConfig
 from .states import RECEIVED_SQL, VISIBILITY_CAP_SQL
 
@@ -203,11 +203,10 @@ def claim(
     """Put the chosen rows in flight and block their groups until ``visible_at``."""
     if not chosen:
         return []
-    order = {row_id: position for position, (row_id, _) in enumerate(chosen)}
-    rows = conn.execute(
-        CLAIM_IDS[conn.dialect], {"ids": encode_ids(order), "visible_at": visible_at, "now": now}
-    ).fetchall()
-    rows.sort(key=lambda row: order[row[0]])
+    rows = claim_ids(conn, [row_id for row_id, _ in chosen], visible_at, now)
+    if len(rows) > 1:
+        order = {row_id: position for position, (row_id, _) in enumerate(chosen)}
+        rows.sort(key=lambda row: order[row[0]])
     _block_groups(conn, queue.id, (g for _, g in chosen), visible_at)
     return reader.messages(conn, rows)
 

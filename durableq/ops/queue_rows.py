@@ -114,6 +114,11 @@ class Catalog:
         self._cached[name] = (version, now, queue)
         return queue
 
+    def cached(self, name: str) -> QueueConfig | None:
+        """The row cached for ``name``, however old (None if none): a hint only, never checked."""
+        entry = self._cached.get(name)
+        return None if entry is None else entry[2]
+
     def forget(self, name: str) -> None:
         """Drop a cached row (after this broker changed it, or a statement found it stale)."""
         self._cached.pop(name, None)

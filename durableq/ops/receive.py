@@ -194,21 +194,27 @@ class Receiver:
         virtual: str | None,
     ) -> tuple[list[Message], QueueConfig]:
         db, catalog = self._db, self._catalog
-        with db.change() as conn:
-            queue = catalog.get(conn, name)
-            if not (queue.fifo or queue.dead_letter_queue is not None or queue.sealed or queue.grouped):
-                # The common case: one claim statement, atomic without an explicit transaction
-                # (with its events, one small one: see history.atomic).  (Encrypted rows are opened
-                # inside a transaction: a receive without a keyring takes nothing.)
-                with history.atomic(conn, queue):
-                    messages = self._claim(conn, queue, limit, visibility_timeout, None, wait_time, virtual)
-                if messages:
-                    return messages, queue
-                # Nothing came: re-check the cached row (the queue may be gone, or have
-                # a wait time or redrive policy now) before answering.
-                fresh = catalog.get(conn, name, fresh=True)
-                if fresh == queue:
-                    return messages, queue
+        known = catalog.cached(name)
+        # A queue whose cached row, however old, needs the write transaction goes straight to it (which
+        # reads the row fresh, and serves a queue of any kind): most FIFO receives (issue 30).
+        if known is None or not _in_transaction(known):
+            with db.change() as conn:
+                queue = catalog.get(conn, name)
+                if not _in_transaction(queue):
+                    # The common case: one claim statement, atomic without an explicit transaction
+                    # (with its events, one small one: see history.atomic).  (Encrypted rows are opened
+                    # inside a transaction: a receive without a keyring takes nothing.)
+                    with history.atomic(conn, queue):
+                        messages = self._claim(
+                            conn, queue, limit, visibility_timeout, None, wait_time, virtual
+                        )
+                    if messages:
+                        return messages, queue
+                    # Nothing came: re-check the cached row (the queue may be gone, or have
+                    # a wait time or redrive policy now) before answering.
+                    fresh = catalog.get(conn, name, fresh=True)
+                    if fresh == queue:
+                        return messages, queue
         with db.write() as conn:
             queue = catalog.get(conn, name, fresh=True)
             claimed = self._claim(conn, queue, limit, visibility_timeout, attempt_id, wait_time, virtual)
@@ -290,6 +296,11 @@ class _Stepper:
             self._steps.close()  # runs the generator's clean-up: leaves the room
         except ValueError:
             pass  # "generator already executing": that step closes it
+
+
+def _in_transaction(queue: QueueConfig) -> bool:
+    """Does a receive from ``queue`` need a write transaction (not the one claim statement)?"""
+    return queue.fifo or queue.dead_letter_queue is not None or queue.sealed or queue.grouped
 
 
 def _claim_fifo(

@@ -319,6 +319,13 @@ def _claim_fifo(
         if replayed is not None:
             return replayed
     cutoff = expired_before(queue.retention_period, now)
+    if limit == 1 and attempt_id is None:
+        received = fifo.claim_first_head(conn, queue, visible_at, now, cutoff, reader)
+        if received:
+            history.record(
+                conn, queue, now, history.RECEIVED, [(m.message_id, m.receive_count) for m in received]
+            )
+            return received
     chosen, to_dead_letter, stale = fifo.choose(conn, queue, limit, now, cutoff, target is not None)
     if to_dead_letter and target is not None:
         dead = [row_id for row_id, _ in to_dead_letter]

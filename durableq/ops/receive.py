@@ -216,9 +216,20 @@ class Receiver:
                     if fresh == queue:
                         return messages, queue
         with db.write() as conn:
-            queue = catalog.get(conn, name, fresh=True)
-            claimed = self._claim(conn, queue, limit, visibility_timeout, attempt_id, wait_time, virtual)
+            # A FIFO receive on the broker's own connection reads the engine's commits_elsewhere first:
+            # the catalog's check and the in-flight count may be skipped by it (queue_rows, in_flight).
+            mark = (
+                in_flight.mark(conn) if known is not None and known.fifo and self._remembers(conn) else None
+            )
+            queue = catalog.get(conn, name, fresh=True, mark=mark)
+            claimed = self._claim(
+                conn, queue, limit, visibility_timeout, attempt_id, wait_time, virtual, mark
+            )
             return claimed, queue
+
+    def _remembers(self, conn: Connection) -> bool:
+        """Is ``conn`` the broker's own connection, in its own transaction (see ``in_flight``)?"""
+        return self._remember_in_flight and conn is self._db.conn  # not a group's, nor an application's
 
     def _claim(
         self,
@@ -229,13 +240,14 @@ class Receiver:
         attempt_id: str | None,
         wait_time: int | None,
         virtual: str | None = None,
+        mark: int | None = None,
     ) -> list[Message]:
+        """``mark``: ``in_flight.mark``, if read in this transaction."""
         if queue.sealed:  # the consumer's own trouble first: nothing is claimed if it has no keys
             self._reader.sealer.require_keys(queue)
         now = self._clock_ms()
         if queue.fifo:  # exact in this write transaction; asked before it writes anything (in_flight)
-            remember = self._remember_in_flight and conn is self._db.conn  # its own, not a group's
-            limit = in_flight.room(conn, queue, now, limit, remember=remember)
+            limit = in_flight.room(conn, queue, now, limit, remember=self._remembers(conn), known=mark)
         self._sweeper.maybe_sweep(conn, queue, now)
         target = self._dead_letters.target(conn, queue)
         if virtual is not None:

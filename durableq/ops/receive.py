@@ -197,10 +197,10 @@ class Receiver:
         known = catalog.cached(name)
         # A queue whose cached row, however old, needs the write transaction goes straight to it (which
         # reads the row fresh, and serves a queue of any kind): most FIFO receives (issue 30).
-        if known is None or not _in_transaction(known):
+        if known is None or not _needs_transaction(known):
             with db.change() as conn:
                 queue = catalog.get(conn, name)
-                if not _in_transaction(queue):
+                if not _needs_transaction(queue):
                     # The common case: one claim statement, atomic without an explicit transaction
                     # (with its events, one small one: see history.atomic).  (Encrypted rows are opened
                     # inside a transaction: a receive without a keyring takes nothing.)
@@ -310,7 +310,7 @@ class _Stepper:
             pass  # "generator already executing": that step closes it
 
 
-def _in_transaction(queue: QueueConfig) -> bool:
+def _needs_transaction(queue: QueueConfig) -> bool:
     """Does a receive from ``queue`` need a write transaction (not the one claim statement)?"""
     return queue.fifo or queue.dead_letter_queue is not None or queue.sealed or queue.grouped
 

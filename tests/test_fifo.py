@@ -379,3 +379,37 @@ def test_an_expired_in_flight_message_cannot_be_deleted_on_a_fifo_queue(
     clock.advance(61)  # expired while in flight; nothing swept it yet
     with pytest.raises(durableq.ReceiptHandleIsInvalid):
         queue.delete(m.receipt_handle)
+
+
+# A receive of one message takes the first group's head in one statement when it may (issue 30); a head
+# it may not take falls to the receive's full rules, within the same receive.
+
+
+def test_a_receive_of_one_moves_an_exhausted_head_and_takes_the_next_group(
+    broker: durableq.Broker, clock: FakeClock
+) -> None:
+    dead = broker.create_queue("dead.fifo", fifo=True)
+    queue = broker.create_queue(
+        "work.fifo", fifo=True, content_based_deduplication=True, redrive_policy=RedrivePolicy("dead.fifo", 2)
+    )
+    queue.send("a0", group_id="a")
+    for _ in range(2):
+        assert [m.body for m in queue.receive(1)] == ["a0"]
+        clock.advance(31)
+    queue.send("b0", group_id="b")  # group a is served first: it became available earlier
+    assert [m.body for m in queue.receive(1)] == ["b0"]
+    assert [m.body for m in dead.receive()] == ["a0"]
+    assert queue.receive(1) == []  # b is in flight, a is empty
+
+
+def test_a_receive_of_one_passes_over_an_expired_head(broker: durableq.Broker, clock: FakeClock) -> None:
+    queue = broker.create_queue(
+        "short.fifo", fifo=True, content_based_deduplication=True, retention_period=60
+    )
+    queue.send("old", group_id="g")
+    clock.advance(30)
+    queue.send("young", group_id="g")
+    clock.advance(30)
+    [young] = queue.receive(1)
+    assert young.body == "young"
+    assert queue.receive(1) == []  # its group is blocked while it is in flight

@@ -1,4 +1,5 @@
-"""A FIFO queue's in-flight limit stays exact while a broker skips counting (``ops/in_flight.py``).
+"""A FIFO queue's in-flight limit stays exact while a broker skips counting (``ops/in_flight.py``), and
+its row stays the live one while a broker skips the catalog's check (``ops/queue_rows.Catalog.get``).
 
 A broker's connection remembers an upper bound of the messages in flight between its receives; these
 tests change what is in flight behind that bound's back, in the two ways that can: another process
@@ -79,3 +80,36 @@ def test_a_message_put_back_in_flight_by_a_visibility_change_counts_against_the_
     assert len(queue.receive(10, visibility_timeout=HOUR)) == CAP - 20
     with pytest.raises(durableq.OverLimit, match=str(CAP)):
         queue.receive()
+
+
+def _receive_two(queue: durableq.Queue) -> None:
+    """Two receives: the second checks the cached row at the connection's mark (SQLite)."""
+    queue.send("a", group_id="a")
+    queue.send("b", group_id="b")
+    assert [m.body for m in queue.receive() + queue.receive()] == ["a", "b"]
+
+
+def test_a_fifo_queue_another_broker_recreated_is_the_one_received_from(
+    target: str, clock: FakeClock
+) -> None:
+    with durableq.open(target, clock=clock, durability="normal") as mine:
+        queue = mine.create_queue("again.fifo", fifo=True, content_based_deduplication=True)
+        _receive_two(queue)
+        with durableq.open(target, clock=clock, durability="normal") as other:
+            other.delete_queue("again.fifo")
+            other.create_queue("again.fifo", fifo=True, content_based_deduplication=True).send(
+                "new", group_id="a"
+            )
+        assert [m.body for m in queue.receive()] == ["new"]
+
+
+def test_a_fifo_queues_new_visibility_timeout_applies_at_the_next_receive(
+    broker: durableq.Broker, clock: FakeClock
+) -> None:
+    queue = broker.create_queue("timeout.fifo", fifo=True, content_based_deduplication=True)
+    _receive_two(queue)
+    queue.set_attributes(visibility_timeout=100)
+    queue.send("c", group_id="c")
+    assert [m.body for m in queue.receive()] == ["c"]
+    clock.advance(50)  # a and b (30 s) are back; c (100 s) is not
+    assert [m.body for m in queue.receive(10)] == ["a", "b"]

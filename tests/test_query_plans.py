@@ -57,3 +57,12 @@ def test_rows_named_by_id_are_found_by_primary_key(conn: sqlite3.Connection, nam
     plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {STATEMENTS[name]}", PARAMS)]
     messages = [step for step in plan if " durableq_messages " in f"{step} "]
     assert messages and all("INTEGER PRIMARY KEY" in step for step in messages), plan
+
+
+def test_a_fifo_receive_of_one_walks_the_groups_index_and_one_group(conn: sqlite3.Connection) -> None:
+    # The first servable group by its index, its head by the group index: no scan, no sort.
+    statement = fifo._CLAIM_FIRST_HEAD[SQLITE]
+    plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {statement}", {**PARAMS, "visible_at": 0})]
+    assert not [step for step in plan if step.startswith("SCAN") or "TEMP B-TREE" in step], plan
+    assert any("durableq_ix_fifo_groups_available" in step for step in plan), plan
+    assert any("durableq_ix_messages_group" in step for step in plan), plan

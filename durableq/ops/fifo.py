@@ -20,7 +20,7 @@ from ..engines.base import Connection
 from ..engines.dialect import Dialect, encode_ids, for_each_dialect
 from ..types import Message
 from . import redrive
-from .message_rows import CLAIM_IDS, COLUMNS, MessageReader
+from .message_rows import COLUMNS, MessageReader, claim_ids, claim_set
 from .queue_rows import QueueConfig
 from .states import RECEIVED_SQL, VISIBILITY_CAP_SQL
 
@@ -203,12 +203,50 @@ def claim(
     """Put the chosen rows in flight and block their groups until ``visible_at``."""
     if not chosen:
         return []
-    order = {row_id: position for position, (row_id, _) in enumerate(chosen)}
-    rows = conn.execute(
-        CLAIM_IDS[conn.dialect], {"ids": encode_ids(order), "visible_at": visible_at, "now": now}
-    ).fetchall()
-    rows.sort(key=lambda row: order[row[0]])
+    rows = claim_ids(conn, [row_id for row_id, _ in chosen], visible_at, now)
+    if len(rows) > 1:
+        order = {row_id: position for position, (row_id, _) in enumerate(chosen)}
+        rows.sort(key=lambda row: order[row[0]])
     _block_groups(conn, queue.id, (g for _, g in chosen), visible_at)
+    return reader.messages(conn, rows)
+
+
+# The head of the first servable group, put in flight if it may be received as it is: visible,
+# unexpired, and not due to go to the dead-letter queue (the rules of :func:`choose`, in SQL).  The
+# group is the one ``choose`` would take first, its head the message ``choose`` would take first.
+def _claim_first_head(d: Dialect) -> str:
+    return f"""
+UPDATE durableq_messages SET {claim_set(d, ":visible_at")}
+WHERE id = (
+  SELECT id FROM durableq_messages WHERE queue_id = :queue_id AND group_id = (
+    SELECT group_id FROM durableq_fifo_groups WHERE queue_id = :queue_id AND available_at <= :now
+    ORDER BY available_at, id LIMIT 1)
+  ORDER BY sequence LIMIT 1)
+AND visible_at <= :now AND enqueued_at > :expired_before AND {redrive.NOT_EXHAUSTED_SQL}
+RETURNING {COLUMNS}
+"""
+
+
+_CLAIM_FIRST_HEAD = for_each_dialect(_claim_first_head)
+_GROUP_COLUMN = COLUMNS.split(", ").index("group_id")
+
+
+def claim_first_head(
+    conn: Connection,
+    queue: QueueConfig,
+    visible_at: int,
+    now: int,
+    expired_before: int,
+    reader: MessageReader,
+) -> list[Message]:
+    """A receive of one message in one statement (issue 30: most receives): the head of the first
+    servable group, as :func:`choose` and :func:`claim` would take it, if it may be received as it is;
+    none if not (an empty queue, or a head to pass over, refresh or move to the dead-letter queue: for
+    ``choose`` to decide).  Rows enqueued at or before ``expired_before`` are not taken."""
+    params = {"queue_id": queue.id, "visible_at": visible_at, "now": now, "expired_before": expired_before}
+    rows = conn.execute(_CLAIM_FIRST_HEAD[conn.dialect], params).fetchall()
+    if rows:
+        _block_groups(conn, queue.id, [rows[0][_GROUP_COLUMN]], visible_at)
     return reader.messages(conn, rows)
 
 

@@ -39,24 +39,32 @@ _bounds: weakref.WeakKeyDictionary[Connection, dict[int, list[int]]] = weakref.W
 _SPAN = "SELECT (SELECT max(id) FROM durableq_messages) - (SELECT min(id) FROM durableq_messages) + 1"
 
 
-def room(conn: Connection, queue: QueueConfig, now: int, limit: int, *, remember: bool) -> int:
+def mark(conn: Connection) -> int | None:
+    """The value of the engine's ``commits_elsewhere`` on ``conn`` now (None on an engine without one)."""
+    mark_sql = conn.dialect.commits_elsewhere
+    return None if mark_sql is None else int(conn.execute(mark_sql).fetchone()[0])
+
+
+def room(
+    conn: Connection, queue: QueueConfig, now: int, limit: int, *, remember: bool, known: int | None = None
+) -> int:
     """How many more messages (at most ``limit``) may go in flight on ``queue`` now: exact, in the write
     transaction.  ``remember``: this is the connection's own transaction and nothing was written in it
-    yet (see the module); else the messages in flight are counted, as ever."""
-    mark_sql = conn.dialect.commits_elsewhere
-    if not remember or mark_sql is None:
+    yet (see the module); else the messages in flight are counted, as ever.  ``known``: :func:`mark`,
+    if the caller read it in this transaction."""
+    mark_now = None if not remember else known if known is not None else mark(conn)
+    if mark_now is None:
         return in_flight_room(conn, queue, now, limit)
-    (mark,) = conn.execute(mark_sql).fetchone()
     cap = queue.in_flight_limit
-    known = _bounds.setdefault(conn, {})
-    bound = known.get(queue.id)
-    if bound is not None and bound[0] == mark and now >= bound[2] and bound[1] + limit <= cap:
+    bounds = _bounds.setdefault(conn, {})
+    bound = bounds.get(queue.id)
+    if bound is not None and bound[0] == mark_now and now >= bound[2] and bound[1] + limit <= cap:
         return limit
     # The bound of stats.IN_FLIGHT_ROOM_SQL first: no queue holds more messages than the span of row
     # ids in the table (two index lookups); a count where that is not enough.
     (span,) = conn.execute(_SPAN).fetchone()
     count = span if span is None or span + limit <= cap else in_flight_count(conn, queue, now)
-    known[queue.id] = [mark, count or 0, now]
+    bounds[queue.id] = [mark_now, count or 0, now]
     return max(0, min(limit, cap - (count or 0)))
 
 

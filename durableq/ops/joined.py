@@ -159,7 +159,9 @@ class _Uncached(Catalog):
         super().__init__()
         self._shared = shared
 
-    def get(self, conn: Connection, name: str, *, fresh: bool = False) -> QueueConfig:
+    def get(
+        self, conn: Connection, name: str, *, fresh: bool = False, mark: int | None = None
+    ) -> QueueConfig:
         return queue_rows.load(conn, name)
 
     def forget(self, name: str) -> None:

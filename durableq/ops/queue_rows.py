@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -93,13 +94,31 @@ class Catalog:
 
     def __init__(self) -> None:
         self._cached: dict[str, tuple[int, float, QueueConfig]] = {}
+        #: Per connection: name -> (its ``mark``, how many changes to queue rows it had made) at the last
+        #: check of that queue's cached row on it (see :meth:`get`).
+        self._checked: weakref.WeakKeyDictionary[Connection, dict[str, tuple[int, int]]] = (
+            weakref.WeakKeyDictionary()
+        )
 
-    def get(self, conn: Connection, name: str, *, fresh: bool = False) -> QueueConfig:
-        """The queue called ``name``, or QueueDoesNotExist."""
+    def get(
+        self, conn: Connection, name: str, *, fresh: bool = False, mark: int | None = None
+    ) -> QueueConfig:
+        """The queue called ``name``, or QueueDoesNotExist.
+
+        ``mark``: the value of the engine's ``commits_elsewhere`` read on ``conn`` in this transaction
+        (a broker's own connection, weakly referable).  A FIFO queue's cached row checked on ``conn`` at
+        the same mark, with no change to queue rows made on ``conn`` since (:func:`changed`), is the
+        live row: no other connection committed, and this one changed no queue row (a FIFO queue's
+        writes set no flag of its row: ``grouped`` is a standard queue's).  So it is taken unchecked
+        (issue 30: a statement of every FIFO receive)."""
         entry = self._cached.get(name)
         now = time.monotonic()
         if entry is not None and not fresh and now - entry[1] < self.REVALIDATE_EVERY:
             return entry[2]
+        if mark is not None and entry is not None and entry[2].fifo:
+            seen = self._checked.get(conn)
+            if seen is not None and seen.get(name) == (mark, _own_changes.get(conn, 0)):
+                return entry[2]
         version, grouped = conn.execute(conn.dialect.catalog_check, (name,)).fetchone()
         if (
             entry is not None
@@ -112,17 +131,33 @@ class Catalog:
             self._cached.pop(name, None)
             queue = load(conn, name)
         self._cached[name] = (version, now, queue)
+        if mark is not None:
+            self._checked.setdefault(conn, {})[name] = (mark, _own_changes.get(conn, 0))
         return queue
+
+    def cached(self, name: str) -> QueueConfig | None:
+        """The row cached for ``name``, however old (None if none): a hint only, never checked."""
+        entry = self._cached.get(name)
+        return None if entry is None else entry[2]
 
     def forget(self, name: str) -> None:
         """Drop a cached row (after this broker changed it, or a statement found it stale)."""
         self._cached.pop(name, None)
 
 
+#: Per connection: how many changes to queue rows it has made (:func:`changed`), which its own
+#: ``commits_elsewhere`` does not show (see :meth:`Catalog.get`).
+_own_changes: weakref.WeakKeyDictionary[Connection, int] = weakref.WeakKeyDictionary()
+
+
 def changed(conn: Connection) -> None:
     """Tell every broker's catalog that queue rows changed (call inside the write)."""
     (version,) = conn.execute(conn.dialect.catalog_version).fetchone()
     conn.execute(conn.dialect.catalog_bump((version + 1) & 0x7FFFFFFF))
+    try:
+        _own_changes[conn] = _own_changes.get(conn, 0) + 1
+    except TypeError:  # not weakly referable (an application's connection): never given a mark
+        pass
 
 
 def find(conn: Connection, name: str) -> QueueConfig | None:

@@ -251,25 +251,42 @@ class Receiver:
         virtual: str | None,
     ) -> tuple[list[Message], QueueConfig]:
         db, catalog = self._db, self._catalog
-        with db.change() as conn:
-            queue = catalog.get(conn, name)
-            if not (queue.fifo or queue.dead_letter_queue is not None or queue.sealed or queue.grouped):
-                # The common case: one claim statement, atomic without an explicit transaction
-                # (with its events, one small one: see history.atomic).  (Encrypted rows are opened
-                # inside a transaction: a receive without a keyring takes nothing.)
-                with history.atomic(conn, queue):
-                    messages = self._claim(conn, queue, limit, visibility_timeout, None, wait_time, virtual)
-                if messages:
-                    return messages, queue
-                # Nothing came: re-check the cached row (the queue may be gone, or have
-                # a wait time or redrive policy now) before answering.
-                fresh = catalog.get(conn, name, fresh=True)
-                if fresh == queue:
-                    return messages, queue
+        known = catalog.cached(name)
+        # A queue whose cached row, however old, needs the write transaction goes straight to it (which
+        # reads the row fresh, and serves a queue of any kind): most FIFO receives (issue 30).
+        if known is None or not _needs_transaction(known):
+            with db.change() as conn:
+                queue = catalog.get(conn, name)
+                if not _needs_transaction(queue):
+                    # The common case: one claim statement, atomic without an explicit transaction
+                    # (with its events, one small one: see history.atomic).  (Encrypted rows are opened
+                    # inside a transaction: a receive without a keyring takes nothing.)
+                    with history.atomic(conn, queue):
+                        messages = self._claim(
+                            conn, queue, limit, visibility_timeout, None, wait_time, virtual
+                        )
+                    if messages:
+                        return messages, queue
+                    # Nothing came: re-check the cached row (the queue may be gone, or have
+                    # a wait time or redrive policy now) before answering.
+                    fresh = catalog.get(conn, name, fresh=True)
+                    if fresh == queue:
+                        return messages, queue
         with db.write() as conn:
-            queue = catalog.get(conn, name, fresh=True)
-            claimed = self._claim(conn, queue, limit, visibility_timeout, attempt_id, wait_time, virtual)
+            # A FIFO receive on the broker's own connection reads the engine's commits_elsewhere first:
+            # the catalog's check and the in-flight count may be skipped by it (queue_rows, in_flight).
+            mark = (
+                in_flight.mark(conn) if known is not None and known.fifo and self._remembers(conn) else None
+            )
+            queue = catalog.get(conn, name, fresh=True, mark=mark)
+            claimed = self._claim(
+                conn, queue, limit, visibility_timeout, attempt_id, wait_time, virtual, mark
+            )
             return claimed, queue
+
+    def _remembers(self, conn: Connection) -> bool:
+        """Is ``conn`` the broker's own connection, in its own transaction (see ``in_flight``)?"""
+        return self._remember_in_flight and conn is self._db.conn  # not a group's, nor an application's
 
     def _claim(
         self,
@@ -280,13 +297,14 @@ class Receiver:
         attempt_id: str | None,
         wait_time: int | None,
         virtual: str | None = None,
+        mark: int | None = None,
     ) -> list[Message]:
+        """``mark``: ``in_flight.mark``, if read in this transaction."""
         if queue.sealed:  # the consumer's own trouble first: nothing is claimed if it has no keys
             self._reader.sealer.require_keys(queue)
         now = self._clock_ms()
         if queue.fifo:  # exact in this write transaction; asked before it writes anything (in_flight)
-            remember = self._remember_in_flight and conn is self._db.conn  # its own, not a group's
-            limit = in_flight.room(conn, queue, now, limit, remember=remember)
+            limit = in_flight.room(conn, queue, now, limit, remember=self._remembers(conn), known=mark)
         self._sweeper.maybe_sweep(conn, queue, now)
         target = self._dead_letters.target(conn, queue)
         if virtual is not None:
@@ -349,6 +367,11 @@ class _Stepper:
             pass  # "generator already executing": that step closes it
 
 
+def _needs_transaction(queue: QueueConfig) -> bool:
+    """Does a receive from ``queue`` need a write transaction (not the one claim statement)?"""
+    return queue.fifo or queue.dead_letter_queue is not None or queue.sealed or queue.grouped
+
+
 def _claim_fifo(
     conn: Connection,
     queue: QueueConfig,
@@ -365,6 +388,13 @@ def _claim_fifo(
         if replayed is not None:
             return replayed
     cutoff = expired_before(queue.retention_period, now)
+    if limit == 1 and attempt_id is None:
+        received = fifo.claim_first_head(conn, queue, visible_at, now, cutoff, reader)
+        if received:
+            history.record(
+                conn, queue, now, history.RECEIVED, [(m.message_id, m.receive_count) for m in received]
+            )
+            return received
     chosen, to_dead_letter, stale = fifo.choose(conn, queue, limit, now, cutoff, target is not None)
     if to_dead_letter and target is not None:
         dead = [row_id for row_id, _ in to_dead_letter]

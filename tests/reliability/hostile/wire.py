@@ -67,6 +67,7 @@ def _cut_errors() -> tuple[type[BaseException], ...]:
         ConnectionError,
         urllib.error.URLError,
         http.client.RemoteDisconnected,
+        http.client.IncompleteRead,  # killed after the head of an answer left, before its body
     )
 
 

@@ -130,7 +130,7 @@ class SQSApp:
             return response
 
     async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+        return await self._pool.run(fn, *args)
 
     async def _read_body(self, headers: Headers, receive: Receive) -> bytes:
         limit = self._bounds.max_request_bytes

@@ -22,6 +22,7 @@ from ..errors import BatchRequestTooLong, DurableQError, InvalidParameterValue, 
 from ..types import AttributeInput, BatchResult, BatchSuccess, Message, SendEntry, SendResult
 from . import batch, joined, replies, send, visibility
 from . import offload as offloading  # (`offload` is a keyword of send)
+from .receive import WaitingReceive
 from .runtime import Runtime
 from .send import Outgoing
 
@@ -219,6 +220,18 @@ async def receive_async(
     return await rt.receiver.receive_async(
         to.name, max_messages, visibility_timeout, wait_time, attempt_id, executor, to.virtual
     )
+
+
+def receive_start(
+    rt: Runtime,
+    to: QueueRef,
+    max_messages: int,
+    visibility_timeout: int | None,
+    wait_time: int | None,
+    attempt_id: str | None,
+) -> list[Message] | WaitingReceive:
+    _check_receive(max_messages, visibility_timeout, wait_time, attempt_id)
+    return rt.receiver.start(to.name, max_messages, visibility_timeout, wait_time, attempt_id, to.virtual)
 
 
 def _check_receive(

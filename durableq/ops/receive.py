@@ -114,11 +114,15 @@ class Receiver:
         attempt_id: str | None,
         executor: Executor | None,
         virtual: str | None = None,
+        first: tuple[list[Message], QueueConfig] | None = None,
     ) -> list[Message]:
-        """Receive from a coroutine: each look runs in ``executor``; the waits hold no thread."""
+        """Receive from a coroutine: each look runs in ``executor``; the waits hold no thread.
+        ``first``: the first look, made by :meth:`start`."""
         loop = asyncio.get_running_loop()
         waiter = AsyncWaiter(max_messages, loop)
-        steps = self._steps(name, max_messages, visibility_timeout, wait_time, attempt_id, waiter, virtual)
+        steps = self._steps(
+            name, max_messages, visibility_timeout, wait_time, attempt_id, waiter, virtual, first
+        )
         stepper = _Stepper(steps)
         try:
             while True:
@@ -129,6 +133,28 @@ class Receiver:
         except BaseException:
             stepper.abandon()  # cancelled (the client left, the server stops) or failed
             raise
+
+    def start(
+        self,
+        name: str,
+        max_messages: int,
+        visibility_timeout: int | None,
+        wait_time: int | None,
+        attempt_id: str | None,
+        virtual: str | None = None,
+    ) -> list[Message] | WaitingReceive:
+        """A receive's first look, in the calling thread: its messages (an empty list if it found none
+        and is not to wait), or the receive to await from there (:meth:`WaitingReceive.result`).  For a
+        caller already in a thread of the executor: most receives end here, without a second hand-off."""
+        first = self._attempt(name, max_messages, visibility_timeout, attempt_id, wait_time, virtual)
+        messages, queue = first
+        if messages:
+            return messages
+        if not _wait_of(queue, wait_time):
+            return self._empty(queue)
+        return WaitingReceive(
+            self, (name, max_messages, visibility_timeout, wait_time, attempt_id), virtual, first
+        )
 
     def waiting(self) -> int:
         """How many receives of this broker wait now."""
@@ -162,7 +188,7 @@ class Receiver:
         )
         if messages:
             return messages
-        wait = queue.receive_wait_time if wait_time is None else wait_time
+        wait = _wait_of(queue, wait_time)
         if wait:
             deadline = time.monotonic() + wait
             rooms = self._rooms
@@ -181,6 +207,10 @@ class Receiver:
                     rooms.back(waiter, queue, seen)
             finally:
                 rooms.leave(waiter)
+        return self._empty(queue)
+
+    def _empty(self, queue: QueueConfig) -> list[Message]:
+        """A receive that ends with nothing: counted in the queue's metrics."""
         self._counters.add(queue.name, self._clock_ms(), EMPTY_RECEIVES)
         return []
 
@@ -248,7 +278,7 @@ class Receiver:
         if messages:
             self._counters.add(queue.name, now, RECEIVED, len(messages))
         elif in_flight_count(conn, queue, now) >= queue.in_flight_limit:
-            if (queue.receive_wait_time if wait_time is None else wait_time) > 0:
+            if _wait_of(queue, wait_time) > 0:
                 return []  # a long poll waits instead
             raise OverLimit(
                 f"queue {queue.name!r} has reached its limit of {queue.in_flight_limit} messages in flight; "
@@ -264,6 +294,34 @@ class Receiver:
         with self._db.statement() as conn:
             ready, next_at, exists = conn.execute(look, params).fetchone()
         return (ready, next_at) if exists else (limit, None)
+
+
+class WaitingReceive:
+    """A receive whose first look (:meth:`Receiver.start`) found nothing and which is to wait.
+    Nothing is held until :meth:`result` is awaited: dropping it unawaited takes and keeps nothing."""
+
+    __slots__ = ("_args", "_first", "_receiver", "_virtual")
+
+    def __init__(
+        self,
+        receiver: Receiver,
+        args: tuple[str, int, int | None, int | None, str | None],
+        virtual: str | None,
+        first: tuple[list[Message], QueueConfig],
+    ) -> None:
+        self._receiver = receiver
+        self._args = args
+        self._virtual = virtual
+        self._first = first
+
+    async def result(self, executor: Executor | None) -> list[Message]:
+        """Wait as :meth:`Receiver.receive_async` does, from the first look on."""
+        return await self._receiver.receive_async(*self._args, executor, self._virtual, first=self._first)
+
+
+def _wait_of(queue: QueueConfig, wait_time: int | None) -> int:
+    """The seconds a receive may wait: its own wait time, else the queue's ReceiveWaitTimeSeconds."""
+    return queue.receive_wait_time if wait_time is None else wait_time
 
 
 class _Stepper:

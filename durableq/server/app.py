@@ -160,7 +160,7 @@ class SQSApp:
 
     async def _receive(self, pending: PendingReceive, receive: Receive) -> Response:
         """Await a receive; a client that hangs up or a server that stops ends it without taking messages."""
-        poll = asyncio.ensure_future(pending.queue.receive_async(**pending.keywords, executor=self._pool))
+        poll = asyncio.ensure_future(pending.waiting.result(self._pool))
         self._polls.add(poll)
         # The body is read: the next ASGI message is the disconnect, whenever it comes.
         gone = asyncio.ensure_future(receive())

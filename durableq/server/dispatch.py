@@ -112,10 +112,10 @@ class Dispatcher:
             try:
                 queue, keywords, view = receive_request(call)
                 first = queue.receive_or_wait(**keywords)
-                if isinstance(first, list):
-                    return protocol.result(action, received(view, first), exchange.request_id)
             except DurableQError as exc:
                 raise in_sqs_words(action, call, exc) from exc
+            if isinstance(first, list):  # as PendingReceive.respond answers
+                return protocol.result(action, received(view, first), exchange.request_id)
             return PendingReceive(protocol, first, view, exchange.request_id, call)
         return protocol.result(action, run(call), exchange.request_id)
 

@@ -18,8 +18,8 @@ from . import limits
 from .engines.base import Database
 from .ops import message_calls, queue_calls
 from .ops.message_calls import QueueRef
-from .ops.receive import WaitingReceive
 from .ops.runtime import Runtime
+from .ops.waiting_receive import WaitingReceive
 from .options import OpenOptions
 from .transaction import Transaction, runtime_for
 from .types import (

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 import durableq
-from durableq.ops.receive import WaitingReceive
+from durableq.ops.waiting_receive import WaitingReceive
 from tests.test_long_poll_watcher import until_async, waiting
 
 

@@ -22,9 +22,9 @@ from ..errors import BatchRequestTooLong, DurableQError, InvalidParameterValue, 
 from ..types import AttributeInput, BatchResult, BatchSuccess, Message, SendEntry, SendResult
 from . import batch, joined, replies, send, visibility
 from . import offload as offloading  # (`offload` is a keyword of send)
-from .receive import WaitingReceive
 from .runtime import Runtime
 from .send import Outgoing
+from .waiting_receive import WaitingReceive
 
 
 @dataclass(frozen=True, slots=True)

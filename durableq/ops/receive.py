@@ -27,6 +27,7 @@ from .message_rows import MessageReader
 from .queue_rows import Catalog, QueueConfig
 from .retention import Sweeper, expired_before
 from .stats import in_flight_count
+from .waiting_receive import WaitingReceive
 
 # A waiting room's look: how many are ready (up to :limit), when the next one will be, and whether
 # the queue still exists (a deleted queue's waiters are let in at once, to fail QueueDoesNotExist).
@@ -153,7 +154,9 @@ class Receiver:
         if not _wait_of(queue, wait_time):
             return self._empty(queue)
         return WaitingReceive(
-            self, (name, max_messages, visibility_timeout, wait_time, attempt_id), virtual, first
+            lambda executor: self.receive_async(
+                name, max_messages, visibility_timeout, wait_time, attempt_id, executor, virtual, first
+            )
         )
 
     def waiting(self) -> int:
@@ -294,29 +297,6 @@ class Receiver:
         with self._db.statement() as conn:
             ready, next_at, exists = conn.execute(look, params).fetchone()
         return (ready, next_at) if exists else (limit, None)
-
-
-class WaitingReceive:
-    """A receive whose first look (:meth:`Receiver.start`) found nothing and which is to wait.
-    Nothing is held until :meth:`result` is awaited: dropping it unawaited takes and keeps nothing."""
-
-    __slots__ = ("_args", "_first", "_receiver", "_virtual")
-
-    def __init__(
-        self,
-        receiver: Receiver,
-        args: tuple[str, int, int | None, int | None, str | None],
-        virtual: str | None,
-        first: tuple[list[Message], QueueConfig],
-    ) -> None:
-        self._receiver = receiver
-        self._args = args
-        self._virtual = virtual
-        self._first = first
-
-    async def result(self, executor: Executor | None) -> list[Message]:
-        """Wait as :meth:`Receiver.receive_async` does, from the first look on."""
-        return await self._receiver.receive_async(*self._args, executor, self._virtual, first=self._first)
 
 
 def _wait_of(queue: QueueConfig, wait_time: int | None) -> int:

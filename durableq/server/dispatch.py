@@ -16,7 +16,7 @@ from typing import Any
 
 import durableq
 from durableq.errors import DurableQError
-from durableq.ops.receive import WaitingReceive
+from durableq.ops.waiting_receive import WaitingReceive
 
 from . import errors, guard, protocol_json, protocol_query, sigv4
 from .actions import ACTIONS, Call, in_sqs_words

@@ -19,6 +19,7 @@ from .engines.base import Database
 from .ops import message_calls, queue_calls
 from .ops.message_calls import QueueRef
 from .ops.runtime import Runtime
+from .ops.waiting_receive import WaitingReceive
 from .options import OpenOptions
 from .transaction import Transaction, runtime_for
 from .types import (
@@ -178,6 +179,22 @@ class QueueHandle:
         """
         return await message_calls.receive_async(
             self._rt, self._to, max_messages, visibility_timeout, wait_time, attempt_id, executor
+        )
+
+    def receive_or_wait(
+        self,
+        max_messages: int = limits.DEFAULT_MAX_MESSAGES,
+        *,
+        visibility_timeout: int | None = None,
+        wait_time: int | None = None,
+        attempt_id: str | None = None,
+    ) -> list[Message] | WaitingReceive:
+        """:meth:`receive_async`'s first look, made in this thread: the messages (or ``[]`` when none
+        came and the receive is not to wait), or a :class:`WaitingReceive` whose ``result(executor)``
+        is awaited for the rest.  For code already in a worker thread (the SQS endpoint's pool):
+        most receives end with the first look, without a hand-off back to an executor."""
+        return message_calls.receive_start(
+            self._rt, self._to, max_messages, visibility_timeout, wait_time, attempt_id
         )
 
     # -- delete, visibility, respond ----------------------------------------------

@@ -61,6 +61,10 @@ def old_tree() -> Iterator[Path | None]:
         capture_output=True,
         check=False,
     )
+    if added.returncode == 0:
+        # The installed package maps ``durableq.migrations`` to this checkout's migrations/, whose
+        # env.py the old code cannot run: a link inside the old package finds its own first.
+        (target / "durableq" / "migrations").symlink_to(Path("..") / "migrations")
     try:
         yield target if added.returncode == 0 else None
     finally:

@@ -24,6 +24,7 @@ from . import batch, joined, replies, send, visibility
 from . import offload as offloading  # (`offload` is a keyword of send)
 from .runtime import Runtime
 from .send import Outgoing
+from .waiting_receive import WaitingReceive
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +220,18 @@ async def receive_async(
     return await rt.receiver.receive_async(
         to.name, max_messages, visibility_timeout, wait_time, attempt_id, executor, to.virtual
     )
+
+
+def receive_start(
+    rt: Runtime,
+    to: QueueRef,
+    max_messages: int,
+    visibility_timeout: int | None,
+    wait_time: int | None,
+    attempt_id: str | None,
+) -> list[Message] | WaitingReceive:
+    _check_receive(max_messages, visibility_timeout, wait_time, attempt_id)
+    return rt.receiver.start(to.name, max_messages, visibility_timeout, wait_time, attempt_id, to.virtual)
 
 
 def _check_receive(

@@ -11,17 +11,17 @@ becomes visible."""
 from __future__ import annotations
 
 import asyncio
-import logging
+import functools
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from concurrent.futures import Executor
 
 from .. import validation
-from ..aio import outlast
 from ..engines.base import Connection, Database
 from ..errors import OverLimit
 from ..types import Message
-from . import fifo, history, in_flight, redrive, relocation, visibility
+from . import async_steps, fifo, history, in_flight, redrive, relocation, visibility
+from .async_steps import Steps
 from .claim_standard import claim_standard, head_where
 from .counters import EMPTY_RECEIVES, RECEIVED, Counters
 from .longpoll import AsyncWaiter, Rooms, ThreadWaiter, Waiter
@@ -29,8 +29,7 @@ from .message_rows import MessageReader
 from .queue_rows import Catalog, QueueConfig
 from .retention import Sweeper, expired_before
 from .stats import in_flight_count
-
-log = logging.getLogger(__name__)
+from .waiting_receive import WaitingReceive
 
 # A waiting room's look: how many are ready (up to :limit), when the next one will be, and whether
 # the queue still exists (a deleted queue's waiters are let in at once, to fail QueueDoesNotExist).
@@ -47,9 +46,6 @@ _LOOK_FIFO = f"""SELECT
     WHERE queue_id = :queue_id AND available_at <= :now LIMIT :limit) AS ready),
   (SELECT min(available_at) FROM durableq_fifo_groups
    WHERE queue_id = :queue_id AND available_at > :now), {_EXISTS}"""
-
-#: One step of a receive: the seconds it may wait for its waiter to be woken, or the result.
-Steps = Generator[float, None, list[Message]]
 
 
 class Receiver:
@@ -118,74 +114,45 @@ class Receiver:
         attempt_id: str | None,
         executor: Executor | None,
         virtual: str | None = None,
+        first: tuple[list[Message], QueueConfig] | None = None,
     ) -> list[Message]:
-        """Receive from a coroutine: each look runs in ``executor``; the waits hold no thread."""
+        """Receive from a coroutine: each look runs in ``executor``; the waits hold no thread.
+        ``first``: the first look, made by :meth:`start`."""
         loop = asyncio.get_running_loop()
         waiter = AsyncWaiter(max_messages, loop)
-        steps = self._steps(name, max_messages, visibility_timeout, wait_time, attempt_id, waiter, virtual)
-        stepper = _Stepper(steps)
-        step: asyncio.Future[tuple[bool, float | list[Message]]] | None = None
-        try:
-            while True:
-                step = loop.run_in_executor(executor, stepper.step)
-                done, value = await asyncio.shield(step)  # cancelled, the look still runs: see _settle
-                step = None
-                if done:
-                    return value  # type: ignore[return-value]
-                await waiter.wait(value)  # type: ignore[arg-type]
-        except BaseException:
-            stepper.abandon()  # cancelled (the client left, the server stops) or failed
-            if step is not None:
-                await self._settle(name, step, loop, executor, attempt_id)
-            raise
-
-    async def _settle(
-        self,
-        name: str,
-        step: asyncio.Future[tuple[bool, float | list[Message]]],
-        loop: asyncio.AbstractEventLoop,
-        executor: Executor | None,
-        attempt_id: str | None,
-    ) -> None:
-        """The look that ran when its receive was abandoned ends first (a thread cannot be stopped);
-        what it claimed goes back, uncounted: a receiver that left takes nothing."""
-        await outlast(step)
-        if step.cancelled() or step.exception() is not None:
-            return
-        done, value = step.result()
-        if not (done and value):
-            return
-        messages: list[Message] = value  # type: ignore[assignment]
-        if attempt_id is not None and messages[0].sequence_number is not None:
-            # A FIFO receive with an attempt id: its retry (the same id) may have been handed these
-            # very messages and handles already; putting them back would show them to a third
-            # receiver inside the retry's visibility timeout.  They wait for the retry instead, as
-            # a lost answer's do (SQS's way to recover one), or for their visibility timeout.
-            return
-        handles = [m.receipt_handle for m in messages]
-        # The given executor, else the loop's own: the endpoint's pool refuses work when full
-        # (PoolBusy), and a shut-down one refuses everything (RuntimeError); last, this thread.
-        for pool in (executor, None):
-            try:
-                back = loop.run_in_executor(pool, self._put_back, name, handles)
-                break
-            except Exception:  # noqa: BLE001 - refused: the next way
-                continue
-        else:
-            back = loop.create_future()
-            try:
-                self._put_back(name, handles)
-                back.set_result(None)
-            except Exception as exc:  # noqa: BLE001 - reported below, as a pool thread's failure is
-                back.set_exception(exc)
-        await outlast(back)
-        if not back.cancelled() and (failed := back.exception()) is not None:
-            # Not put back: they come back when their visibility timeout ends, as a lost answer's would.
-            log.warning("could not put back %d messages of %r: %s", len(handles), name, failed)
+        steps = self._steps(
+            name, max_messages, visibility_timeout, wait_time, attempt_id, waiter, virtual, first
+        )
+        put_back = functools.partial(self._put_back, name)
+        return await async_steps.drive(steps, waiter, executor, put_back, attempt_id)
 
     def _put_back(self, name: str, handles: list[str]) -> None:
         with self._db.write() as conn:
             visibility.put_back(conn, self._catalog, name, handles, self._clock_ms())
+
+    def start(
+        self,
+        name: str,
+        max_messages: int,
+        visibility_timeout: int | None,
+        wait_time: int | None,
+        attempt_id: str | None,
+        virtual: str | None = None,
+    ) -> list[Message] | WaitingReceive:
+        """A receive's first look, in the calling thread: its messages (an empty list if it found none
+        and is not to wait), or the receive to await from there (:meth:`WaitingReceive.result`).  For a
+        caller already in a thread of the executor: most receives end here, without a second hand-off."""
+        first = self._attempt(name, max_messages, visibility_timeout, attempt_id, wait_time, virtual)
+        messages, queue = first
+        if messages:
+            return messages
+        if not _wait_of(queue, wait_time):
+            return self._empty(queue)
+        return WaitingReceive(
+            lambda executor: self.receive_async(
+                name, max_messages, visibility_timeout, wait_time, attempt_id, executor, virtual, first
+            )
+        )
 
     def waiting(self) -> int:
         """How many receives of this broker wait now."""
@@ -219,7 +186,7 @@ class Receiver:
         )
         if messages:
             return messages
-        wait = queue.receive_wait_time if wait_time is None else wait_time
+        wait = _wait_of(queue, wait_time)
         if wait:
             deadline = time.monotonic() + wait
             rooms = self._rooms
@@ -238,6 +205,10 @@ class Receiver:
                     rooms.back(waiter, queue, seen)
             finally:
                 rooms.leave(waiter)
+        return self._empty(queue)
+
+    def _empty(self, queue: QueueConfig) -> list[Message]:
+        """A receive that ends with nothing: counted in the queue's metrics."""
         self._counters.add(queue.name, self._clock_ms(), EMPTY_RECEIVES)
         return []
 
@@ -323,7 +294,7 @@ class Receiver:
         if messages:
             self._counters.add(queue.name, now, RECEIVED, len(messages))
         elif in_flight_count(conn, queue, now) >= queue.in_flight_limit:
-            if (queue.receive_wait_time if wait_time is None else wait_time) > 0:
+            if _wait_of(queue, wait_time) > 0:
                 return []  # a long poll waits instead
             raise OverLimit(
                 f"queue {queue.name!r} has reached its limit of {queue.in_flight_limit} messages in flight; "
@@ -341,30 +312,9 @@ class Receiver:
         return (ready, next_at) if exists else (limit, None)
 
 
-class _Stepper:
-    """Runs the steps of an async receive in executor threads, and closes them however the receive ends."""
-
-    __slots__ = ("_abandoned", "_steps")
-
-    def __init__(self, steps: Steps) -> None:
-        self._steps = steps
-        self._abandoned = False
-
-    def step(self) -> tuple[bool, float | list[Message]]:
-        try:
-            result: tuple[bool, float | list[Message]] = (False, next(self._steps))
-        except StopIteration as done:
-            return True, done.value
-        if self._abandoned:  # abandoned while this step ran: nobody will resume it
-            self._steps.close()
-        return result
-
-    def abandon(self) -> None:
-        self._abandoned = True  # first: a step running now closes the steps itself when it ends
-        try:
-            self._steps.close()  # runs the generator's clean-up: leaves the room
-        except ValueError:
-            pass  # "generator already executing": that step closes it
+def _wait_of(queue: QueueConfig, wait_time: int | None) -> int:
+    """The seconds a receive may wait: its own wait time, else the queue's ReceiveWaitTimeSeconds."""
+    return queue.receive_wait_time if wait_time is None else wait_time
 
 
 def _needs_transaction(queue: QueueConfig) -> bool:

@@ -131,7 +131,7 @@ class SQSApp:
             return response
 
     async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+        return await self._pool.run(fn, *args)
 
     async def _read_body(self, headers: Headers, receive: Receive) -> bytes:
         limit = self._bounds.max_request_bytes
@@ -161,7 +161,7 @@ class SQSApp:
 
     async def _receive(self, pending: PendingReceive, receive: Receive) -> Response:
         """Await a receive; a client that hangs up or a server that stops ends it without taking messages."""
-        poll = asyncio.ensure_future(pending.queue.receive_async(**pending.keywords, executor=self._pool))
+        poll = asyncio.ensure_future(pending.waiting.result(self._pool))
         self._polls.add(poll)
         # The body is read: the next ASGI message is the disconnect, whenever it comes.
         gone = asyncio.ensure_future(receive())
@@ -189,13 +189,15 @@ class SQSApp:
 
     async def _end(self, poll: asyncio.Task[list[Any]]) -> None:
         """Cancel a poll and count it as waiting until it has ended: a look it was running finishes
-        first and puts back what it claimed (``Receiver.receive_async``), so a send after the count
+        first and puts back what it claimed (``ops.async_steps``), so a send after the count
         drops is never taken by a receive whose client has gone."""
         poll.cancel()
         try:
             await outlast(poll)
         finally:
             self._polls.discard(poll)
+        if not poll.cancelled() and poll.exception() is not None:
+            pass  # it failed as its client left: nobody to tell (read, so asyncio logs no "never retrieved")
 
     def _state(self) -> dict[str, int]:
         """The endpoint's own figures, for /health and /metrics."""

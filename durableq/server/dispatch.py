@@ -16,6 +16,7 @@ from typing import Any
 
 import durableq
 from durableq.errors import DurableQError
+from durableq.ops.waiting_receive import WaitingReceive
 
 from . import errors, guard, protocol_json, protocol_query, sigv4
 from .actions import ACTIONS, Call, in_sqs_words
@@ -41,11 +42,10 @@ class Exchange:
 
 @dataclass(frozen=True, slots=True)
 class PendingReceive:
-    """A ReceiveMessage whose request is checked, to be awaited on the event loop."""
+    """A ReceiveMessage whose first look found nothing and which is to wait, on the event loop."""
 
     protocol: WireProtocol
-    queue: durableq.Queue | durableq.VirtualQueue
-    keywords: dict[str, Any]
+    waiting: WaitingReceive
     view: ReceiveView
     request_id: str
     call: Call
@@ -108,11 +108,15 @@ class Dispatcher:
         exchange.queue = _queue_of(members)
         call = Call(self.broker, self.endpoint(request, members), Params(members))
         if action == "ReceiveMessage":
+            # The first look here, in this pool thread: only a receive that is to wait goes back to the loop.
             try:
                 queue, keywords, view = receive_request(call)
+                first = queue.receive_or_wait(**keywords)
             except DurableQError as exc:
                 raise in_sqs_words(action, call, exc) from exc
-            return PendingReceive(protocol, queue, keywords, view, exchange.request_id, call)
+            if isinstance(first, list):  # as PendingReceive.respond answers
+                return protocol.result(action, received(view, first), exchange.request_id)
+            return PendingReceive(protocol, first, view, exchange.request_id, call)
         return protocol.result(action, run(call), exchange.request_id)
 
     def endpoint(self, request: Request, members: Mapping[str, Any]) -> Endpoint:

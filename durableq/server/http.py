@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
@@ -69,6 +70,9 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             )
             raise _Refused
         super().on_headers_complete()
+        cycle = self.cycle
+        if cycle is not None and not isinstance(cycle.transport, _OneWrite):
+            cycle.transport = _OneWrite(self.transport, cycle)  # type: ignore[assignment]
 
     def _count(self, size: int) -> None:
         self._head_bytes += size
@@ -119,6 +123,48 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         response = protocol.error(err, str(uuid.uuid4()))
         self.transport.write(_raw(response))
         self.transport.close()
+
+
+class _OneWrite:
+    """A request's view of its connection's transport: a response's head waits for its body, so that
+    both leave in one write (one system call, one TCP segment, one wake-up of the client) where
+    uvicorn writes each on its own."""
+
+    __slots__ = ("_cycle", "_head", "_held", "_transport")
+
+    def __init__(self, transport: asyncio.Transport, cycle: Any) -> None:
+        self._transport = transport
+        self._cycle = cycle
+        self._head: bytes | None = None
+        self._held = False  # the head was held (once: later writes are the body's)
+        completed = cycle.on_response
+
+        def on_response() -> None:  # a response without a body write (HEAD) ends: its head goes now
+            self.flush()
+            completed()
+
+        cycle.on_response = on_response
+
+    def write(self, data: bytes) -> None:
+        head, self._head = self._head, None
+        if head is not None:
+            self._transport.write(head + data)
+        elif self._cycle.response_started and not self._held:
+            self._head, self._held = data, True  # the head: its body comes next (or the end, on HEAD)
+        else:
+            self._transport.write(data)  # "100 Continue" before the response; a body's later parts
+
+    def flush(self) -> None:
+        head, self._head = self._head, None
+        if head is not None:
+            self._transport.write(head)
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 def _raw(response: Response) -> bytes:

@@ -196,8 +196,8 @@ class SQSApp:
             await outlast(poll)
         finally:
             self._polls.discard(poll)
-        if not poll.cancelled() and poll.exception() is not None:
-            pass  # it failed as its client left: nobody to tell (read, so asyncio logs no "never retrieved")
+        if not poll.cancelled():
+            poll.exception()  # it may have failed as its client left: nobody to tell, but it is read
 
     def _state(self) -> dict[str, int]:
         """The endpoint's own figures, for /health and /metrics."""

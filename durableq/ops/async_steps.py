@@ -30,9 +30,10 @@ async def drive(
     executor: Executor | None,
     put_back: Callable[[list[str]], None],
     attempt_id: str | None,
+    name: str,
 ) -> list[Message]:
-    """Run ``steps`` to their result; ``put_back(handles)`` undoes the claims of a look that ran on
-    after the receive was abandoned."""
+    """Run the steps of a receive from queue ``name`` to their result; ``put_back(handles)`` undoes
+    the claims of a look that ran on after the receive was abandoned."""
     loop = asyncio.get_running_loop()
     stepper = _Stepper(steps)
     step: asyncio.Future[_Step] | None = None
@@ -47,7 +48,7 @@ async def drive(
     except BaseException:
         stepper.abandon()  # cancelled (the client left, the server stops) or failed
         if step is not None:
-            await _settle(step, loop, executor, put_back, attempt_id)
+            await _settle(step, loop, executor, put_back, attempt_id, name)
         raise
 
 
@@ -57,6 +58,7 @@ async def _settle(
     executor: Executor | None,
     put_back: Callable[[list[str]], None],
     attempt_id: str | None,
+    name: str,
 ) -> None:
     """The look that ran when its receive was abandoned ends first (a thread cannot be stopped);
     what it claimed goes back, uncounted: a receiver that left takes nothing."""
@@ -92,7 +94,7 @@ async def _settle(
     await outlast(back)
     if not back.cancelled() and (failed := back.exception()) is not None:
         # Not put back: they come back when their visibility timeout ends, as a lost answer's would.
-        log.warning("could not put back %d messages: %s", len(handles), failed)
+        log.warning("could not put back %d messages of %r: %s", len(handles), name, failed)
 
 
 class _Stepper:

@@ -124,7 +124,7 @@ class Receiver:
             name, max_messages, visibility_timeout, wait_time, attempt_id, waiter, virtual, first
         )
         put_back = functools.partial(self._put_back, name)
-        return await async_steps.drive(steps, waiter, executor, put_back, attempt_id)
+        return await async_steps.drive(steps, waiter, executor, put_back, attempt_id, name)
 
     def _put_back(self, name: str, handles: list[str]) -> None:
         with self._db.write() as conn:

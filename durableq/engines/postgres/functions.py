@@ -2,20 +2,21 @@
 long poll listens, in a PL/pgSQL function of the connection's own, called with bound parameters.
 
 Why: a one-statement write sent as one query string (``BEGIN; EXECUTE <lock>; EXECUTE <statement>
-(values); EXECUTE <notify if listening>; COMMIT``, :mod:`.prepared`) costs the server five statements'
-parsing, portals and replies, and its values parsed from the text and coerced at every run: about a
-sixth of the server's CPU in a send → receive → delete cycle, ~3 µs a statement on the client (a
-``perf`` profile of the backend, issue 30).  A call of a function prepared by psycopg (extended
-protocol: the values bound, nothing parsed) runs the same steps in one statement, in its own
-transaction (the connection is in autocommit mode), whose commit follows the function's end.
+(values); EXECUTE <notify if listening>; COMMIT``, :mod:`.prepared`) makes the server parse the
+string, open a portal and send a reply per statement, and parse and coerce the statement's values from
+the text at every run: in a ``perf`` profile of the backend over send → receive → delete cycles,
+parsing the strings took 6 % of its CPU and the ``EXECUTE``s' own work (values, plan lookup, portal)
+13 % (issue 30; docs/benchmarks.md, W19).  A call of a function prepared by psycopg (extended protocol: the
+values bound, nothing parsed) runs the same steps as one statement, in its own transaction (the
+connection is in autocommit mode), whose commit follows the function's end.
 
 Why a temporary function per connection (``pg_temp``), built from the statement itself, and not one
 installed by a migration: the function is the operation's statement as the running code has it (a
 statement changed in a later release makes a function of another name), so no migration must copy
 the operations' SQL and keep it in step, no connection of an older release ever calls a function a
 later revision replaced, and a function goes with its session.  It costs one ``CREATE FUNCTION`` per
-connection and statement, at the statement's third run (the hot statements only, as many as
-:data:`..limits.POSTGRES_PREPARED_STATEMENTS` allows to be prepared).
+connection and statement, when the statement is prepared, at its second run (the hot statements
+only, as many as :data:`..limits.POSTGRES_PREPARED_STATEMENTS` allows to be prepared).
 
 The guarantees stay those of the query string: the writers' lock is taken shared before the
 statement runs (the statement's tables are locked and planned after it, inside the function, so a

@@ -125,14 +125,17 @@ def test_a_failed_call_leaves_the_connection_idle(pg_url: str, admin: psycopg.Co
         assert jobs.receive() == []  # the blocked send left nothing
 
 
-def test_a_session_that_lost_its_functions_makes_them_again(pg_url: str) -> None:
+@pytest.mark.parametrize("discard", ["DISCARD TEMP", "DISCARD TEMP; DEALLOCATE ALL"])
+def test_a_session_that_lost_its_functions_makes_them_again(pg_url: str, discard: str) -> None:
+    """Its functions gone, and its prepared statements too: each call that finds its function gone
+    runs as a query string (which prepares its statement again), and the function is made anew."""
     with durableq.open(pg_url, durability="normal") as broker:
         jobs = broker.create_queue("jobs")
         for n in range(2):
             _cycle(jobs, f"warm {n}")
-        broker._rt.db.conn.raw.execute("DISCARD TEMP")  # the session's temporary functions go
+        broker._rt.db.conn.raw.execute(discard)
         assert _functions(broker) == []
-        for n in range(2):
+        for n in range(3):  # a statement prepared again at its second run, its function made at its third
             _cycle(jobs, f"after {n}")
         assert _hot_functions(broker) == [1, 1, 1]
         assert jobs.receive() == []

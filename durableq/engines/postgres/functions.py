@@ -62,6 +62,10 @@ class Counted:
         pass
 
 
+class Unprepared(Exception):
+    """The statement is no longer prepared on the connection (deallocated since): no function now."""
+
+
 def framed(begin: tuple[str, ...], end: tuple[str, ...]) -> bool:
     """Can a statement between ``begin`` and ``end`` be one function call: its own transaction (``BEGIN``
     first, ``COMMIT`` last), the engine's ``SELECT``s between?"""
@@ -80,11 +84,12 @@ def make(
     """Create the function of the statement prepared as ``prepared`` on ``raw`` (idle), whose text is
     ``body`` (parameters ``$1``...), between ``begin`` and ``end`` (see :func:`framed`).  Returns the
     call (psycopg's placeholders, one per parameter) and whether it returns the statement's rows (else
-    the changed-row count), or None if it cannot be made (the query string stays)."""
+    the changed-row count), or None if it cannot be made (the query string stays); :class:`Unprepared`
+    if the statement was deallocated since (psycopg's ``DEALLOCATE ALL`` after a rollback)."""
     try:
         described = raw.pgconn.describe_prepared(prepared.encode())
         if described.status != pq.ExecStatus.COMMAND_OK:
-            return None
+            raise Unprepared(prepared)
         params = [described.param_type(i) for i in range(described.nparams)]
         fields = [(described.ftype(i), described.fmod(i)) for i in range(described.nfields)]
         (names,) = raw.execute(

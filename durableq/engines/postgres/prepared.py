@@ -195,10 +195,12 @@ class Statements:
         if variant is not None and functions.framed(begin, end):
             assert plan is not None
             key = (variant.name, begin, end)
-            if key in self._calls:
-                call = self._calls[key]
-            else:
-                call = self._calls[key] = functions.make(self._raw, variant.name, plan.body, begin, end)
+            call = self._calls.get(key)
+            if key not in self._calls:
+                try:
+                    call = self._calls[key] = functions.make(self._raw, variant.name, plan.body, begin, end)
+                except functions.Unprepared:
+                    pass  # the query string finds it deallocated and prepares it again; made next time
             if call is not None:
                 try:
                     return self._call(call, plan.order, parameters)

@@ -148,3 +148,27 @@ def _waiting_for_the_writers_lock(admin: psycopg.Connection[Any]) -> bool:
         (WRITERS,),
     ).fetchone()
     return row is not None and row[0] > 0
+
+
+def test_a_role_without_temp_keeps_the_query_string(pg_url: str, admin: psycopg.Connection[Any]) -> None:
+    """No ``TEMP`` privilege on the database: no function is made, and every call works as before."""
+    role = f"plain_{admin.info.backend_pid}"
+    database = admin.info.dbname
+    admin.execute(
+        f"CREATE ROLE {role} LOGIN; GRANT USAGE ON SCHEMA durableq TO {role}; "
+        f"GRANT ALL ON ALL TABLES IN SCHEMA durableq TO {role}; "
+        f"GRANT ALL ON ALL SEQUENCES IN SCHEMA durableq TO {role}; "
+        f"REVOKE TEMP ON DATABASE {database} FROM PUBLIC"
+    )
+    try:
+        url = f"postgresql://{role}@{admin.info.host}:{admin.info.port}/{database}"
+        with durableq.open(pg_url) as owner:
+            owner.create_queue("jobs")
+        with durableq.open(url, durability="normal") as broker:
+            jobs = broker.get_queue("jobs")
+            for n in range(3):
+                _cycle(jobs, f"plain {n}")
+            assert _functions(broker) == []
+            assert jobs.receive() == []
+    finally:
+        admin.execute(f"DROP OWNED BY {role}; DROP ROLE {role}")

@@ -111,9 +111,13 @@ def test_a_write_notifies_only_while_a_long_poll_listens(pg_url: str, admin: psy
         ear.close()
 
 
-def test_a_registration_waits_for_the_writes_under_way(pg_url: str, admin: psycopg.Connection[Any]) -> None:
+@pytest.mark.parametrize("warm", [False, True], ids=["query string", "function call"])
+def test_a_registration_waits_for_the_writes_under_way(
+    pg_url: str, admin: psycopg.Connection[Any], warm: bool
+) -> None:
     """The race: a send has checked for listeners (none) and not yet committed when a long poll
-    starts.  The poll's registration waits for that commit, so its first look finds the message."""
+    starts.  The poll's registration waits for that commit, so its first look finds the message.
+    ``warm``: the send is its connection's second, one call of its function (``functions.py``)."""
     admin.execute(
         "CREATE FUNCTION durableq.test_hold() RETURNS trigger LANGUAGE plpgsql AS "
         f"$$ BEGIN PERFORM pg_advisory_xact_lock_shared({HOLD}); RETURN NULL; END $$; "
@@ -122,11 +126,23 @@ def test_a_registration_waits_for_the_writes_under_way(pg_url: str, admin: psyco
     )
     got: list[str] = []
     with durableq.open(pg_url, busy_timeout=30) as broker:
-        jobs = broker.create_queue("jobs")
-        admin.execute(f"SELECT pg_advisory_lock({HOLD})")  # the send stops at its COMMIT
-        sending = threading.Thread(target=jobs.send, args=("under way",), daemon=True)
+        jobs, warmed = broker.create_queue("jobs"), broker.create_queue("warm-up")
+        held, warmed_up = threading.Event(), threading.Event()
+
+        def send() -> None:  # on this thread's connection: its first send, or its second
+            if warm:
+                warmed.send("the same insert, another queue")
+            warmed_up.set()
+            held.wait(30)
+            jobs.send("under way")
+
+        sending = threading.Thread(target=send, daemon=True)
         sending.start()
+        assert warmed_up.wait(30)
+        admin.execute(f"SELECT pg_advisory_lock({HOLD})")  # the send stops at its COMMIT
+        held.set()
         until(lambda: _waiting_to_commit(admin), "the send waits at its commit (it checked: no listener)")
+        assert _waiting(admin, "pg_temp.durableq_") == warm  # the function's call, or the query string
         poll = _long_poll(pg_url, "jobs", got)
         until(lambda: _waiting(admin, "pg_advisory_lock"), "the registration waits for the send")
         assert _registered(admin) == 0 and got == []

@@ -59,7 +59,7 @@ def _idle(ready: Callable[[], None], path: Path, seconds: float) -> tuple[float,
     system = DurableQ(path, DURABILITY)
     ready()
     poll = threading.Thread(
-        target=system.queue.receive, kwargs={"wait_time": min(20, math.ceil(seconds) + STARTUP + 1)}
+        target=system.queue.receive, kwargs={"wait_time": min(20, math.ceil(seconds + STARTUP) + 1)}  # whole seconds, as SQS takes
     )
     poll.start()
     time.sleep(STARTUP)

@@ -58,9 +58,8 @@ def _idle(ready: Callable[[], None], path: Path, seconds: float) -> tuple[float,
     empty queue, after its first second (its first look and the watcher's start are not idling)."""
     system = DurableQ(path, DURABILITY)
     ready()
-    poll = threading.Thread(
-        target=system.queue.receive, kwargs={"wait_time": min(20, math.ceil(seconds + STARTUP) + 1)}  # whole seconds, as SQS takes
-    )
+    wait = min(20, math.ceil(seconds + STARTUP) + 1)  # whole seconds: SQS refuses others
+    poll = threading.Thread(target=system.queue.receive, kwargs={"wait_time": wait})
     poll.start()
     time.sleep(STARTUP)
     before = resource.getrusage(resource.RUSAGE_SELF)

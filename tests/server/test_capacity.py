@@ -211,17 +211,23 @@ def test_a_hang_up_while_the_poll_claims_takes_nothing(
     """The client hangs up while its long poll's look is claiming (a pool thread, which cannot be
     stopped): the poll counts as waiting until that look has ended and put back what it took, so
     the message goes to the next receive, its receive uncounted."""
+    from durableq.ops import async_steps
     from durableq.ops.receive import Receiver
 
-    armed, gate = threading.Event(), threading.Event()
-    attempt = Receiver._attempt
+    armed, gate, seen = threading.Event(), threading.Event(), threading.Event()
+    attempt, settle = Receiver._attempt, async_steps._settle
 
     def gated(self: Receiver, *args: Any) -> Any:
         if armed.is_set():  # the look the send wakes: held until the client has gone
             gate.wait(30)
         return attempt(self, *args)
 
+    async def settling(*args: Any) -> None:
+        seen.set()  # the server saw the hang-up: the poll is cancelled, its running look awaited
+        await settle(*args)
+
     monkeypatch.setattr(Receiver, "_attempt", gated)
+    monkeypatch.setattr(async_steps, "_settle", settling)
     sqs = impatient(running)
     url = sqs.create_queue(QueueName="q")["QueueUrl"]
     sock = socket.create_connection(address(running))
@@ -231,6 +237,9 @@ def test_a_hang_up_while_the_poll_claims_takes_nothing(
     sqs.send_message(QueueUrl=url, MessageBody="sent while it waited")
     until(lambda: threads_inside(gated.__code__))
     sock.close()
+    # Only once the server has seen the hang-up may the look claim: a claim answered before that is
+    # a lost answer (the message comes back at its visibility timeout), which no server can avoid.
+    until(seen.is_set)
     gate.set()
     until(lambda: health(running)[1]["waiting_receives"] == 0)
     armed.clear()

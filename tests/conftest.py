@@ -11,6 +11,7 @@ when it cannot start, every PostgreSQL test fails with the reason, none is skipp
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import sys
 import threading
@@ -59,12 +60,61 @@ def threads_inside(code: CodeType) -> list[int]:
     return inside
 
 
+class HeldLook:
+    """Holds the next look of a receive (``Receiver._attempt``, in whichever thread runs it) until
+    :meth:`open`: the one way the tests catch a receive in the middle of its claim.  Armed for one
+    look at a time, so the test's own receives afterwards pass."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from durableq.ops.receive import Receiver
+
+        self.armed, self.opened = threading.Event(), threading.Event()
+        attempt, held = Receiver._attempt, self
+
+        def gated(self: Receiver, *args: Any) -> Any:
+            if held.armed.is_set():
+                held.armed.clear()
+                held.opened.wait(30)
+            return attempt(self, *args)
+
+        self.code = gated.__code__
+        monkeypatch.setattr(Receiver, "_attempt", gated)
+
+    def arm(self) -> None:
+        """Hold the next look."""
+        self.armed.set()
+
+    def open(self) -> None:
+        """Let the held look (and every later one) run."""
+        self.opened.set()
+
+    def holding(self) -> bool:
+        """A look is held now."""
+        return bool(threads_inside(self.code))
+
+
+@pytest.fixture
+def held_look(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeldLook]:
+    """A :class:`HeldLook`, opened when the test ends (a held thread never outlives it)."""
+    held = HeldLook(monkeypatch)
+    yield held
+    held.open()
+
+
 def until(condition: Callable[[], object], what: str, timeout: float = 30) -> None:
     """Poll until ``condition()`` is true; fail loudly (saying ``what``) at the deadline."""
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting until {what}"
         time.sleep(0.005)
+
+
+async def until_async(condition: Callable[[], object], what: str, timeout: float = 30) -> None:
+    """:func:`until` for a coroutine: polls without holding up its event loop."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        await asyncio.sleep(0.002)
 
 
 def until_long_polls_wait(count: int = 1) -> None:

@@ -5,72 +5,35 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
 import durableq
-from durableq.ops.receive import Receiver
 from durableq.server.pool import BoundedPool
-from tests.conftest import threads_inside, until
-
-
-class Gate:
-    """Holds the next look of a receive (``Receiver._attempt``) in its pool thread until opened."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.armed, self.opened = threading.Event(), threading.Event()
-        attempt = Receiver._attempt
-        gate = self
-
-        def gated(self: Receiver, *args: Any) -> Any:
-            if gate.armed.is_set():
-                gate.armed.clear()  # this look only: the test's own receives pass
-                gate.opened.wait(30)
-            return attempt(self, *args)
-
-        self.code = gated.__code__
-        monkeypatch.setattr(Receiver, "_attempt", gated)
-
-    def holding(self) -> bool:
-        return bool(threads_inside(self.code))
-
-
-@pytest.fixture
-def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
-    held = Gate(monkeypatch)
-    yield held
-    held.opened.set()
-
-
-async def until_async(condition: Callable[[], object], what: str) -> None:
-    for _ in range(10_000):
-        if condition():
-            return
-        await asyncio.sleep(0.003)
-    raise AssertionError(f"timed out waiting until {what}")
+from tests.conftest import HeldLook, until, until_async
 
 
 async def abandoned_claim(
-    queue: durableq.Queue, gate: Gate, executor: Executor, then: Callable[[], object], **receive: Any
+    queue: durableq.Queue, held_look: HeldLook, executor: Executor, then: Callable[[], object], **receive: Any
 ) -> asyncio.Task[list[durableq.Message]]:
     """A receive whose first look is held; cancelled while held; its look then claims, and ``then``
     runs (on the loop, before the receive hears of the claim).  Returns the receive's task, ended."""
-    gate.armed.set()
+    held_look.arm()
     poll = asyncio.ensure_future(queue.receive_async(executor=executor, **receive))
-    await until_async(gate.holding, "the receive's look is held")
+    await until_async(held_look.holding, "the receive's look is held")
     poll.cancel()
-    gate.opened.set()
-    until(lambda: not gate.holding(), "the abandoned look has claimed")  # the loop is held meanwhile
+    held_look.open()
+    until(lambda: not held_look.holding(), "the abandoned look has claimed")  # the loop is held meanwhile
     then()
     await asyncio.wait((poll,))
     return poll
 
 
 def test_put_back_when_the_pool_refuses_more_work(
-    queue: durableq.Queue, gate: Gate, broker: durableq.Broker
+    queue: durableq.Queue, held_look: HeldLook, broker: durableq.Broker
 ) -> None:
     """The endpoint's pool is full when the abandoned claim's put-back asks it for a thread (its slot
     was taken by other requests meanwhile): the message must still go back at once, and the receive
@@ -85,7 +48,7 @@ def test_put_back_when_the_pool_refuses_more_work(
         pool.submit(release.wait, 30)  # another request takes the only slot
 
     try:
-        poll = asyncio.run(abandoned_claim(queue, gate, pool, fill, wait_time=0))
+        poll = asyncio.run(abandoned_claim(queue, held_look, pool, fill, wait_time=0))
         assert poll.cancelled(), poll.exception()
     finally:
         release.set()
@@ -95,7 +58,9 @@ def test_put_back_when_the_pool_refuses_more_work(
     assert message.receive_count == 1
 
 
-def test_a_retry_with_the_same_attempt_id_keeps_what_it_replayed(fifo: durableq.Queue, gate: Gate) -> None:
+def test_a_retry_with_the_same_attempt_id_keeps_what_it_replayed(
+    fifo: durableq.Queue, held_look: HeldLook
+) -> None:
     """A FIFO receive with an attempt id is abandoned while its claim runs (the client's connection
     broke) and its retry, with the same attempt id, gets the claimed messages replayed before the
     put-back runs: the retry holds them now.  The put-back must not make them visible under the
@@ -109,7 +74,7 @@ def test_a_retry_with_the_same_attempt_id_keeps_what_it_replayed(fifo: durableq.
 
     with ThreadPoolExecutor(1) as executor:
         poll = asyncio.run(
-            abandoned_claim(fifo, gate, executor, retry, attempt_id="retry-me", visibility_timeout=60)
+            abandoned_claim(fifo, held_look, executor, retry, attempt_id="retry-me", visibility_timeout=60)
         )
     assert poll.cancelled()
     assert [m.body for m in replayed] == ["first"]
@@ -117,19 +82,21 @@ def test_a_retry_with_the_same_attempt_id_keeps_what_it_replayed(fifo: durableq.
     fifo.delete(replayed[0].receipt_handle)  # and its handle still deletes it
 
 
-def test_a_second_cancel_while_the_put_back_runs_waits_for_it(queue: durableq.Queue, gate: Gate) -> None:
+def test_a_second_cancel_while_the_put_back_runs_waits_for_it(
+    queue: durableq.Queue, held_look: HeldLook
+) -> None:
     """The receive is cancelled again while its put-back waits for a thread (the server stops while
     polls settle): it still ends only once the message is back, and ends cancelled."""
     queue.send("put back despite two cancels")
     release = threading.Event()
 
     async def scenario(executor: ThreadPoolExecutor) -> asyncio.Task[list[durableq.Message]]:
-        gate.armed.set()
+        held_look.arm()
         poll = asyncio.ensure_future(queue.receive_async(executor=executor, wait_time=0))
-        await until_async(gate.holding, "the receive's look is held")
+        await until_async(held_look.holding, "the receive's look is held")
         poll.cancel()
         executor.submit(release.wait, 30)  # the put-back queues behind this
-        gate.opened.set()
+        held_look.open()
         await until_async(lambda: executor._work_queue.qsize() == 1, "the put-back is queued")
         poll.cancel()
         for _ in range(5):
@@ -148,14 +115,18 @@ def test_a_second_cancel_while_the_put_back_runs_waits_for_it(queue: durableq.Qu
 
 @pytest.mark.parametrize("what", ["purge", "delete_queue"])
 def test_a_put_back_after_the_messages_went_does_nothing(
-    broker: durableq.Broker, queue: durableq.Queue, gate: Gate, what: str, caplog: pytest.LogCaptureFixture
+    broker: durableq.Broker,
+    queue: durableq.Queue,
+    held_look: HeldLook,
+    what: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Between the abandoned claim and its put-back the queue is purged, or deleted: the put-back
     changes nothing, brings nothing back, and the receive still ends cancelled."""
     queue.send("gone before the put-back")
     then = queue.purge if what == "purge" else lambda: broker.delete_queue("jobs")
     with ThreadPoolExecutor(1) as executor:
-        poll = asyncio.run(abandoned_claim(queue, gate, executor, then, wait_time=0))
+        poll = asyncio.run(abandoned_claim(queue, held_look, executor, then, wait_time=0))
     assert poll.cancelled()
     if what == "purge":
         assert queue.receive(visibility_timeout=0) == []
@@ -164,14 +135,18 @@ def test_a_put_back_after_the_messages_went_does_nothing(
         assert broker.list_queues() == []
 
 
-def test_a_put_back_fifo_message_comes_before_its_groups_later_ones(fifo: durableq.Queue, gate: Gate) -> None:
+def test_a_put_back_fifo_message_comes_before_its_groups_later_ones(
+    fifo: durableq.Queue, held_look: HeldLook
+) -> None:
     """An abandoned receive claimed the first two messages of a group: put back, the group is free
     again and delivers in order, the two first; their receive uncounted."""
     for i in range(4):
         fifo.send(f"m{i}", group_id="g", deduplication_id=str(i))
     fifo.send("other", group_id="h", deduplication_id="o")
     with ThreadPoolExecutor(1) as executor:
-        poll = asyncio.run(abandoned_claim(fifo, gate, executor, lambda: None, max_messages=2, wait_time=0))
+        poll = asyncio.run(
+            abandoned_claim(fifo, held_look, executor, lambda: None, max_messages=2, wait_time=0)
+        )
     assert poll.cancelled()
     got = fifo.receive(max_messages=10, visibility_timeout=60)
     assert [m.body for m in got if m.group_id == "g"] == ["m0", "m1", "m2", "m3"]
@@ -208,7 +183,7 @@ def test_a_move_task_finishes_when_its_queue_stops_being_a_dead_letter_queue(
 
 @pytest.mark.parametrize("kind", ["virtual", "sealed large payload"])
 def test_a_put_back_of_a_virtual_or_sealed_large_message_comes_back_whole(
-    broker: durableq.Broker, gate: Gate, kind: str, tmp_path: Any
+    broker: durableq.Broker, held_look: HeldLook, kind: str, tmp_path: Any
 ) -> None:
     """A virtual queue's message goes back to that virtual queue only; an encrypted message stored
     outside its row (a large payload) goes back whole, readable by the next receive."""
@@ -227,7 +202,7 @@ def test_a_put_back_of_a_virtual_or_sealed_large_message_comes_back_whole(
     try:
         queue.send(body)
         with ThreadPoolExecutor(1) as executor:
-            poll = asyncio.run(abandoned_claim(queue, gate, executor, lambda: None, wait_time=0))
+            poll = asyncio.run(abandoned_claim(queue, held_look, executor, lambda: None, wait_time=0))
         assert poll.cancelled()
         if kind == "virtual":
             assert host.receive(visibility_timeout=0) == []  # not the host's own
@@ -239,7 +214,7 @@ def test_a_put_back_of_a_virtual_or_sealed_large_message_comes_back_whole(
 
 
 def test_an_abandoned_fifo_receive_with_an_attempt_id_is_recovered_by_its_retry(
-    fifo: durableq.Queue, gate: Gate
+    fifo: durableq.Queue, held_look: HeldLook
 ) -> None:
     """What it claimed is kept for the retry SQS prescribes after a lost answer: the group stays held
     (no other receive gets its messages out of order) and the same attempt id gets the same message
@@ -247,7 +222,9 @@ def test_an_abandoned_fifo_receive_with_an_attempt_id_is_recovered_by_its_retry(
     fifo.send("first", group_id="g", deduplication_id="1")
     fifo.send("second", group_id="g", deduplication_id="2")
     with ThreadPoolExecutor(1) as executor:
-        poll = asyncio.run(abandoned_claim(fifo, gate, executor, lambda: None, attempt_id="a-1", wait_time=0))
+        poll = asyncio.run(
+            abandoned_claim(fifo, held_look, executor, lambda: None, attempt_id="a-1", wait_time=0)
+        )
     assert poll.cancelled()
     assert fifo.receive(10, visibility_timeout=60) == []  # the group is held for the retry
     [again] = fifo.receive(attempt_id="a-1")

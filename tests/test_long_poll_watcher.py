@@ -20,22 +20,7 @@ import pytest
 import durableq
 from durableq.engines import change_sources, forks, watch
 from durableq.engines.per_thread import PerThread
-from tests.conftest import threads_inside, until_long_polls_wait
-
-
-def until(condition: Callable[[], bool], timeout: float = 20) -> None:
-    """Wait for a condition that must come true (fails loudly if it does not)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "the condition did not come true"
-        time.sleep(0.002)
-
-
-async def until_async(condition: Callable[[], bool], timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "the condition did not come true"
-        await asyncio.sleep(0.002)
+from tests.conftest import HeldLook, threads_inside, until, until_async, until_long_polls_wait
 
 
 def waiting(broker: durableq.Broker) -> int:
@@ -74,13 +59,15 @@ def test_one_watcher_serves_every_waiter_of_the_process(target: str) -> None:
         ]
         for thread in threads:
             thread.start()
-        until(lambda: waiting(first) + waiting(second) == 20)
+        until(lambda: waiting(first) + waiting(second) == 20, "all 20 polls wait")
         assert len(watcher_threads()) == before + 1  # one for the database, however many brokers and waiters
         send_from_another_process(target, "jobs", [f"m{i}" for i in range(20)])
         for thread in threads:
             thread.join(30)
         assert sorted(m.body for batch in got for m in batch) == sorted(f"m{i}" for i in range(20))
-    until(lambda: len(watcher_threads()) == before)  # the last broker to close stops it
+    until(
+        lambda: len(watcher_threads()) == before, "the watcher has stopped"
+    )  # the last broker to close stops it
 
 
 def test_async_long_polls_hold_no_thread(target: str) -> None:
@@ -92,7 +79,7 @@ def test_async_long_polls_hold_no_thread(target: str) -> None:
             polls = [
                 asyncio.ensure_future(queue.receive_async(wait_time=20, executor=executor)) for _ in range(50)
             ]
-            await until_async(lambda: waiting(broker) == 50)
+            await until_async(lambda: waiting(broker) == 50, "50 polls wait")
             await asyncio.get_running_loop().run_in_executor(
                 None, send_from_another_process, target, "jobs", [f"m{i}" for i in range(50)]
             )
@@ -121,7 +108,7 @@ def test_a_message_wakes_one_waiter_not_all(target: str, monkeypatch: pytest.Mon
             polls = [
                 asyncio.ensure_future(queue.receive_async(wait_time=20, executor=executor)) for _ in range(10)
             ]
-            await until_async(lambda: waiting(broker) == 10)
+            await until_async(lambda: waiting(broker) == 10, "10 polls wait")
             await asyncio.get_running_loop().run_in_executor(executor, queue.send, "only one")
             done, pending = await asyncio.wait(polls, return_when=asyncio.FIRST_COMPLETED)
             for poll in pending:
@@ -138,7 +125,7 @@ def test_cancelling_a_waiting_async_receive_takes_nothing(
 ) -> None:
     async def scenario() -> None:
         poll = asyncio.ensure_future(queue.receive_async(wait_time=20))
-        await until_async(lambda: waiting(broker) == 1)
+        await until_async(lambda: waiting(broker) == 1, "the poll waits")
         poll.cancel()
         with pytest.raises(asyncio.CancelledError):
             await poll
@@ -152,40 +139,28 @@ def test_cancelling_a_waiting_async_receive_takes_nothing(
 
 @pytest.mark.parametrize("kind", ["standard", "fifo"])
 def test_a_receive_cancelled_while_its_claim_runs_takes_nothing(
-    broker: durableq.Broker, kind: str, monkeypatch: pytest.MonkeyPatch
+    broker: durableq.Broker, kind: str, held_look: HeldLook
 ) -> None:
     """A look already running in a pool thread when its receive is cancelled (the endpoint's client
     hung up) cannot be stopped: the receive waits for it, and what it claimed goes back at once,
     its receive uncounted (before: hidden for the visibility timeout, receive count spent)."""
-    from durableq.ops.receive import Receiver
-
     queue = broker.create_queue("jobs.fifo", fifo=True) if kind == "fifo" else broker.create_queue("jobs")
-    armed, gate = threading.Event(), threading.Event()
-    attempt = Receiver._attempt
-
-    def gated(self: Receiver, *args: Any) -> Any:
-        if armed.is_set():  # the look the send wakes: held until the receive is cancelled
-            gate.wait(30)
-        return attempt(self, *args)
-
-    monkeypatch.setattr(Receiver, "_attempt", gated)
 
     async def scenario() -> None:
         with ThreadPoolExecutor(1) as executor:
             poll = asyncio.ensure_future(queue.receive_async(wait_time=20, executor=executor))
-            await until_async(lambda: waiting(broker) == 1)
-            armed.set()
+            await until_async(lambda: waiting(broker) == 1, "the poll waits")
+            held_look.arm()  # the look the send wakes: held until the receive is cancelled
             fifo = {"group_id": "g", "deduplication_id": "d"} if kind == "fifo" else {}
             queue.send("sent while it waited", **fifo)
-            await until_async(lambda: bool(threads_inside(gated.__code__)))
+            await until_async(held_look.holding, "the woken look is held")
             poll.cancel()
-            gate.set()  # the running look claims the message now, for a receive that has gone
+            held_look.open()  # the running look claims the message now, for a receive that has gone
             with pytest.raises(asyncio.CancelledError):
                 await poll
         # (the executor has shut down: no look of that receive runs any more)
 
     asyncio.run(scenario())
-    armed.clear()
     [message] = queue.receive(visibility_timeout=0)
     assert message.body == "sent while it waited"
     assert message.receive_count == 1  # the abandoned claim is not counted
@@ -214,7 +189,7 @@ def test_closing_the_broker_wakes_waiting_receives(target: str) -> None:
 
     waiter = threading.Thread(target=wait)
     waiter.start()
-    until(lambda: waiting(broker) == 1)
+    until(lambda: waiting(broker) == 1, "the poll waits")
     started = time.monotonic()
     broker.close()
     waiter.join(20)
@@ -230,7 +205,7 @@ def test_the_stat_poll_fallback_wakes_a_long_poll(db_path: Path, monkeypatch: py
         got: list[list[durableq.Message]] = []
         waiter = threading.Thread(target=lambda: got.append(queue.receive(wait_time=20)))
         waiter.start()
-        until(lambda: waiting(broker) == 1)
+        until(lambda: waiting(broker) == 1, "the poll waits")
         assert isinstance(broker._rt.db.watcher()._source, change_sources.StatSource)
         send_from_another_process(db_path, "jobs", ["polled"])
         waiter.join(30)
@@ -377,12 +352,14 @@ def test_a_fork_waits_for_the_other_threads_to_leave_their_sqlite_calls() -> Non
 
     def inside_sqlite() -> None:
         with forks.INSIDE:
-            until(lambda: bool(threads_inside(forks._before_fork.__code__)))  # the fork waits for it
+            until(
+                lambda: threads_inside(forks._before_fork.__code__), "the fork waits"
+            )  # the fork waits for it
             left.append(True)
 
     thread = threading.Thread(target=inside_sqlite)
     thread.start()
-    until(forks.others_inside)
+    until(forks.others_inside, "another thread is inside")
 
     def child() -> None:
         assert left == [True]  # the fork came after the thread left
@@ -401,7 +378,9 @@ def test_a_timer_far_in_the_future_does_not_stop_the_watcher(tmp_path: Path) -> 
         queue = broker.create_queue("jobs")
         watcher = broker._rt.db.watcher()
         watcher.call_later(1e15, lambda: None)
-        until(lambda: watcher._timeout(time.monotonic()) is not None)  # the thread has taken it
+        until(
+            lambda: watcher._timeout(time.monotonic()) is not None, "the thread took it"
+        )  # the thread has taken it
         ran = threading.Event()
         watcher.call_later(0.01, ran.set)  # a timer after the huge one: the thread still turns
         assert ran.wait(20), "the watcher thread stopped"

@@ -9,29 +9,18 @@ from typing import Any
 import pytest
 
 import durableq
-from durableq.ops.receive import Receiver
 from durableq.server import serve
-from tests.conftest import threads_inside, until
+from tests.conftest import HeldLook, threads_inside, until
 
 from .test_capacity import health, impatient
 
 
 def test_a_server_stopping_while_a_poll_claims_puts_the_message_back(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, held_look: HeldLook
 ) -> None:
     """``shutdown()`` ends waiting polls; one whose look is claiming then (a pool thread) waits for it,
     answers empty, and the message is back in the file, visible and uncounted, when the server has
     stopped and closed it."""
-    armed, gate = threading.Event(), threading.Event()
-    attempt = Receiver._attempt
-
-    def gated(self: Receiver, *args: Any) -> Any:
-        if armed.is_set():
-            armed.clear()
-            gate.wait(30)
-        return attempt(self, *args)
-
-    monkeypatch.setattr(Receiver, "_attempt", gated)
     server = serve(tmp_path / "q.db", port=0, durability="normal")
     sqs = impatient(server)
     url = sqs.create_queue(QueueName="q")["QueueUrl"]
@@ -39,15 +28,15 @@ def test_a_server_stopping_while_a_poll_claims_puts_the_message_back(
     poll = threading.Thread(target=lambda: got.append(sqs.receive_message(QueueUrl=url, WaitTimeSeconds=20)))
     poll.start()
     until(lambda: health(server)[1]["waiting_receives"] == 1, "the poll waits")
-    armed.set()
+    held_look.arm()
     sqs.send_message(QueueUrl=url, MessageBody="claimed as the server stops")
-    until(lambda: threads_inside(gated.__code__), "the poll's look is held")
+    until(held_look.holding, "the poll's look is held")
     stopping = threading.Thread(target=server.shutdown)
     stopping.start()
     # Runner.stop cancels the polls, then joins the server's thread: the cancel is queued on the loop
     # before the held look's result can be.
     until(lambda: stopping.ident in threads_inside(threading.Thread.join.__code__), "the polls are cancelled")
-    gate.set()
+    held_look.open()
     stopping.join(60)
     poll.join(60)
     assert not stopping.is_alive() and not poll.is_alive()

@@ -13,7 +13,7 @@ import sqlite3
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from durableq.server import Bounds, Server, serve
-from tests.conftest import threads_inside
+from tests.conftest import HeldLook, until
 
 from .conftest import client
 
@@ -49,13 +49,6 @@ def health(server: Server) -> tuple[int, dict[str, Any]]:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
         return error.code, {}
-
-
-def until(condition: Callable[[], bool], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "the condition did not come true"
-        time.sleep(0.01)
 
 
 def impatient(server: Server) -> Any:
@@ -99,7 +92,8 @@ def test_hundreds_of_long_polls_hold_up_no_other_request(running: Server) -> Non
         payload = json_request("ReceiveMessage", {"QueueUrl": waits, "WaitTimeSeconds": 20})
         tasks = [asyncio.ensure_future(exchange(host, port, payload)) for _ in range(polls)]
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(None, until, lambda: health(running)[1].get("waiting_receives") == polls)
+        everyone_waits = lambda: health(running)[1].get("waiting_receives") == polls  # noqa: E731
+        await loop.run_in_executor(None, until, everyone_waits, "every poll waits")
         for i in range(20):  # sends, receives and deletes go on beside them
             await loop.run_in_executor(None, lambda i=i: sqs.send_message(QueueUrl=busy, MessageBody=f"b{i}"))
             [message] = (await loop.run_in_executor(None, lambda: sqs.receive_message(QueueUrl=busy)))[
@@ -153,7 +147,7 @@ def test_oversized_headers_are_refused(running: Server) -> None:
 @pytest.mark.parametrize("running", [Bounds(max_connections=5)], indirect=True)
 def test_connections_beyond_the_bound_get_503(running: Server) -> None:
     idle = [socket.create_connection(address(running)) for _ in range(4)]
-    until(lambda: health(running)[1].get("connections") == 5)  # four idle ones and the health check's
+    until(lambda: health(running)[1].get("connections") == 5, "four idle connections and the health check's")
     idle.append(socket.create_connection(address(running)))
     with socket.create_connection(address(running)) as sock:
         sock.sendall(json_request("ListQueues", {}))
@@ -161,7 +155,7 @@ def test_connections_beyond_the_bound_get_503(running: Server) -> None:
     assert reply.startswith(b"HTTP/1.1 503 ") and b"ServiceUnavailable" in reply
     for sock in idle:
         sock.close()
-    until(lambda: health(running)[0] == 200)  # room again once they left
+    until(lambda: health(running)[0] == 200, "room again once they left")
 
 
 @pytest.mark.parametrize("running", [Bounds(pool_threads=1, max_pending=0)], indirect=True)
@@ -175,7 +169,7 @@ def test_work_beyond_the_pending_bound_gets_503(running: Server) -> None:
     sent: list[Any] = []
     sender = threading.Thread(target=lambda: sent.append(sqs.send_message(QueueUrl=url, MessageBody="x")))
     sender.start()
-    until(lambda: health(running)[0] == 503)  # the one thread is busy and no call may wait
+    until(lambda: health(running)[0] == 503, "the one thread is busy and no call may wait")
     with pytest.raises(sqs.exceptions.ClientError) as refused:
         sqs.list_queues()
     assert refused.value.response["Error"]["Code"] == "ServiceUnavailable"
@@ -197,52 +191,43 @@ def test_a_client_that_hangs_up_on_a_long_poll_takes_nothing(running: Server) ->
     url = sqs.create_queue(QueueName="q")["QueueUrl"]
     sock = socket.create_connection(address(running))
     sock.sendall(json_request("ReceiveMessage", {"QueueUrl": url, "WaitTimeSeconds": 20}))
-    until(lambda: health(running)[1]["waiting_receives"] == 1)
+    until(lambda: health(running)[1]["waiting_receives"] == 1, "the poll waits")
     sock.close()
-    until(lambda: health(running)[1]["waiting_receives"] == 0)
+    until(lambda: health(running)[1]["waiting_receives"] == 0, "no poll waits")
     sqs.send_message(QueueUrl=url, MessageBody="for the next one")
     [message] = sqs.receive_message(QueueUrl=url, AttributeNames=["All"])["Messages"]
     assert message["Attributes"]["ApproximateReceiveCount"] == "1"
 
 
 def test_a_hang_up_while_the_poll_claims_takes_nothing(
-    running: Server, monkeypatch: pytest.MonkeyPatch
+    running: Server, monkeypatch: pytest.MonkeyPatch, held_look: HeldLook
 ) -> None:
     """The client hangs up while its long poll's look is claiming (a pool thread, which cannot be
     stopped): the poll counts as waiting until that look has ended and put back what it took, so
     the message goes to the next receive, its receive uncounted."""
     from durableq.ops import async_steps
-    from durableq.ops.receive import Receiver
 
-    armed, gate, seen = threading.Event(), threading.Event(), threading.Event()
-    attempt, settle = Receiver._attempt, async_steps._settle
-
-    def gated(self: Receiver, *args: Any) -> Any:
-        if armed.is_set():  # the look the send wakes: held until the client has gone
-            gate.wait(30)
-        return attempt(self, *args)
+    seen, settle = threading.Event(), async_steps._settle
 
     async def settling(*args: Any) -> None:
         seen.set()  # the server saw the hang-up: the poll is cancelled, its running look awaited
         await settle(*args)
 
-    monkeypatch.setattr(Receiver, "_attempt", gated)
     monkeypatch.setattr(async_steps, "_settle", settling)
     sqs = impatient(running)
     url = sqs.create_queue(QueueName="q")["QueueUrl"]
     sock = socket.create_connection(address(running))
     sock.sendall(json_request("ReceiveMessage", {"QueueUrl": url, "WaitTimeSeconds": 20}))
-    until(lambda: health(running)[1]["waiting_receives"] == 1)
-    armed.set()
+    until(lambda: health(running)[1]["waiting_receives"] == 1, "the poll waits")
+    held_look.arm()  # the look the send wakes: held until the client has gone
     sqs.send_message(QueueUrl=url, MessageBody="sent while it waited")
-    until(lambda: threads_inside(gated.__code__))
+    until(held_look.holding, "the poll's look is held")
     sock.close()
     # Only once the server has seen the hang-up may the look claim: a claim answered before that is
     # a lost answer (the message comes back at its visibility timeout), which no server can avoid.
-    until(seen.is_set)
-    gate.set()
-    until(lambda: health(running)[1]["waiting_receives"] == 0)
-    armed.clear()
+    until(seen.is_set, "the server has seen the hang-up")
+    held_look.open()
+    until(lambda: health(running)[1]["waiting_receives"] == 0, "the poll has ended")
     [message] = sqs.receive_message(QueueUrl=url, AttributeNames=["All"])["Messages"]
     assert message["Body"] == "sent while it waited"
     assert message["Attributes"]["ApproximateReceiveCount"] == "1"
@@ -255,7 +240,7 @@ def test_shutdown_ends_waiting_long_polls_empty(tmp_path: Path) -> None:
     got: list[Any] = []
     poll = threading.Thread(target=lambda: got.append(sqs.receive_message(QueueUrl=url, WaitTimeSeconds=20)))
     poll.start()
-    until(lambda: health(server)[1]["waiting_receives"] == 1)
+    until(lambda: health(server)[1]["waiting_receives"] == 1, "the poll waits")
     started = time.monotonic()
     server.shutdown()
     poll.join(30)

@@ -1,6 +1,7 @@
 """Adversary 37: a one-statement write as a function of its PostgreSQL session (``engines/postgres/
 functions.py``), and the FIFO receive's catalog skip (``ops/queue_rows.py``), where they meet the rest
-(each test here failed on the code it was written against)."""
+(each test here failed on the code it was written against, but those that say "Held": attacks that
+found nothing, kept as guards)."""
 
 from __future__ import annotations
 
@@ -147,3 +148,45 @@ def test_a_fifo_receive_never_takes_a_row_older_than_its_own_change(
         (taken,) = jobs.receive()  # the reader has cached the row it read before the change
         assert jobs.receive() == [], f"{taken.body!r} handed out again inside its 600-s window"
         assert jobs.attributes()["visibility_timeout"] == 600
+
+
+def test_a_terminated_session_is_replaced_and_its_functions_made_again(pg_url: str) -> None:
+    """The server ends the session that made the functions (``pg_terminate_backend``, as a restart or
+    an idle-session timeout would): the call that meets it fails with a durableq error, before it
+    sent anything; the next ones run on a new session, which makes its own functions.  (Held.)"""
+    with (
+        durableq.open(pg_url, durability="normal") as broker,
+        psycopg.connect(pg_url, autocommit=True) as admin,
+    ):
+        jobs = broker.create_queue("jobs")
+        for n in range(3):
+            _cycle(jobs, f"warm {n}")
+        admin.execute("SELECT pg_terminate_backend(%s)", (broker._rt.db.conn.raw.info.backend_pid,))
+        with pytest.raises(durableq.DatabaseError):
+            jobs.send("met the closed session")
+        for n in range(3):
+            _cycle(jobs, f"after {n}")
+        assert _last_statement(broker, admin).startswith("SELECT * FROM pg_temp.durableq_")
+        assert jobs.receive() == []  # the failed send left nothing
+
+
+def test_a_send_through_its_function_notifies_a_listener_of_another_session(pg_url: str) -> None:
+    """A listener registered as a process's change watcher registers (``LISTEN``, then the listeners'
+    lock): a send made by a function call notifies it.  (Held; a lost ``NOTIFY`` would be hidden from
+    a long poll by the watcher's once-a-second probe, so the notification itself is looked at.)"""
+    from durableq.engines.postgres.locks import begins
+    from durableq.engines.postgres.notify import channel
+
+    with (
+        durableq.open(pg_url, durability="normal") as broker,
+        psycopg.connect(pg_url, autocommit=True) as listener,
+        psycopg.connect(pg_url, autocommit=True) as admin,
+    ):
+        jobs = broker.create_queue("jobs")
+        for n in range(3):
+            _cycle(jobs, f"warm {n}")
+        listener.execute(f"LISTEN {channel(DEFAULT_POSTGRES_SCHEMA)}")
+        listener.execute(begins(DEFAULT_POSTGRES_SCHEMA).listen)
+        jobs.send("wake up")
+        assert _last_statement(broker, admin).startswith("SELECT * FROM pg_temp.durableq_")
+        assert len(list(listener.notifies(timeout=30, stop_after=1))) == 1

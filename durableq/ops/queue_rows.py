@@ -94,9 +94,9 @@ class Catalog:
 
     def __init__(self) -> None:
         self._cached: dict[str, tuple[int, float, QueueConfig]] = {}
-        #: Per connection: name -> (its ``mark``, how many changes to queue rows it had made) at the last
-        #: check of that queue's cached row on it (see :meth:`get`).
-        self._checked: weakref.WeakKeyDictionary[Connection, dict[str, tuple[int, int]]] = (
+        #: Per connection: name -> (its ``mark``, how many changes to queue rows it had made, the row it
+        #: found live) at the last check of that queue's cached row on it (see :meth:`get`).
+        self._checked: weakref.WeakKeyDictionary[Connection, dict[str, tuple[int, int, QueueConfig]]] = (
             weakref.WeakKeyDictionary()
         )
 
@@ -110,14 +110,21 @@ class Catalog:
         the same mark, with no change to queue rows made on ``conn`` since (:func:`changed`), is the
         live row: no other connection committed, and this one changed no queue row (a FIFO queue's
         writes set no flag of its row: ``grouped`` is a standard queue's).  So it is taken unchecked
-        (issue 30: a statement of every FIFO receive)."""
+        (issue 30: a statement of every FIFO receive), if it is still the row that check found: another
+        thread's ``get`` that read the row before this connection changed it may cache that older row
+        after this connection's check."""
         entry = self._cached.get(name)
         now = time.monotonic()
         if entry is not None and not fresh and now - entry[1] < self.REVALIDATE_EVERY:
             return entry[2]
         if mark is not None and entry is not None and entry[2].fifo:
             seen = self._checked.get(conn)
-            if seen is not None and seen.get(name) == (mark, _own_changes.get(conn, 0)):
+            checked = None if seen is None else seen.get(name)
+            if (
+                checked is not None
+                and checked[2] is entry[2]  # the row checked, not one cached since
+                and checked[:2] == (mark, _own_changes.get(conn, 0))
+            ):
                 return entry[2]
         version, grouped = conn.execute(conn.dialect.catalog_check, (name,)).fetchone()
         if (
@@ -132,7 +139,7 @@ class Catalog:
             queue = load(conn, name)
         self._cached[name] = (version, now, queue)
         if mark is not None:
-            self._checked.setdefault(conn, {})[name] = (mark, _own_changes.get(conn, 0))
+            self._checked.setdefault(conn, {})[name] = (mark, _own_changes.get(conn, 0), queue)
         return queue
 
     def cached(self, name: str) -> QueueConfig | None:

@@ -204,20 +204,31 @@ class Statements:
             if call is not None:
                 try:
                     return self._call(call, plan.order, parameters)
-                except errors.UndefinedFunction:
-                    # Dropped since (a DISCARD on this session): the query string this time, and the
-                    # function made anew at the statement's next run.
+                except (errors.UndefinedFunction, errors.DatatypeMismatch):
+                    # Dropped since (a DISCARD on this session), or its rows' types are no longer the
+                    # statement's (a migration altered a column it returns: the server refuses every
+                    # call, "structure of query does not match function result type"): the query
+                    # string this time (nothing was committed: the call was its own transaction), and
+                    # a function of the statement as it is now made at its next run.
                     del self._calls[key]
         text = placeholders(statement) if variant is None else variant.execute
         try:
             return self._send(begin, text, end, parameters)
-        except errors.InvalidSqlStatementName:
+        except (errors.InvalidSqlStatementName, errors.FeatureNotSupported) as exc:
             # Deallocated since: psycopg sends DEALLOCATE ALL after a ROLLBACK (or a DROP...) on a
-            # connection where it prepared statements of its own.  Nothing is committed (the string
-            # is one transaction, which failed): roll back, prepare again, and send it again.
+            # connection where it prepared statements of its own.  Or its rows' types changed since
+            # it was prepared ("cached plan must not change result type", at every run until it is
+            # prepared again).  Nothing is committed (the string is one transaction, which failed
+            # at its statement, its first or after the engine's own): roll back, prepare again,
+            # and send it again.
+            changed = isinstance(exc, errors.FeatureNotSupported)
+            if changed and variant is None:
+                raise
             rollback()
             self._prepared, self._frames = {}, {}
             if variant is not None:
+                if changed:
+                    self._deallocate(variant)
                 self._prepare(variant)
             return self._send(begin, text, end, parameters)
 
@@ -271,6 +282,13 @@ class Statements:
         if self._prepared.get(variant.name) is not True:
             self._prepare(variant)
         return variant.execute
+
+    def _deallocate(self, variant: Variant) -> None:
+        """``DEALLOCATE`` one prepared statement, the connection idle (gone already: fine)."""
+        try:
+            self._raw.execute(f"DEALLOCATE {variant.name}")
+        except errors.InvalidSqlStatementName:
+            pass  # deallocated with the others (psycopg's DEALLOCATE ALL after the rollback)
 
     def _prepare(self, variant: Variant) -> None:
         """``PREPARE`` on its own, the connection idle (so that no failed transaction can undo it)."""

@@ -125,20 +125,48 @@ def test_a_failed_call_leaves_the_connection_idle(pg_url: str, admin: psycopg.Co
         assert jobs.receive() == []  # the blocked send left nothing
 
 
-@pytest.mark.parametrize("discard", ["DISCARD TEMP", "DISCARD TEMP; DEALLOCATE ALL"])
-def test_a_session_that_lost_its_functions_makes_them_again(pg_url: str, discard: str) -> None:
-    """Its functions gone, and its prepared statements too: each call that finds its function gone
-    runs as a query string (which prepares its statement again), and the function is made anew."""
+@pytest.mark.parametrize("discard", ["DISCARD TEMP", "DISCARD TEMP; DEALLOCATE ALL", "DEALLOCATE ALL"])
+def test_a_session_that_lost_its_functions_makes_them_again(
+    pg_url: str, admin: psycopg.Connection[Any], discard: str
+) -> None:
+    """Its functions gone, or its prepared statements (the calls' own too), or both: each call that
+    finds its function gone runs as a query string (which prepares its statement again), the function
+    is made anew, and a call prepared again; then each operation is one call again."""
     with durableq.open(pg_url, durability="normal") as broker:
         jobs = broker.create_queue("jobs")
         for n in range(2):
             _cycle(jobs, f"warm {n}")
         broker._rt.db.conn.raw.execute(discard)
-        assert _functions(broker) == []
+        if "TEMP" in discard:
+            assert _functions(broker) == []
         for n in range(3):  # a statement prepared again at its second run, its function made at its third
             _cycle(jobs, f"after {n}")
         assert _hot_functions(broker) == [1, 1, 1]
+        jobs.send("called again")
+        assert _last_statement(broker, admin).startswith("SELECT * FROM pg_temp.durableq_")
+        (message,) = jobs.receive()
+        assert message.body == "called again"
+        jobs.delete(message.receipt_handle)
         assert jobs.receive() == []
+
+
+def test_text_with_a_nul_is_refused_on_the_call_as_on_the_query_string(pg_url: str) -> None:
+    """Text with a NUL character, which PostgreSQL's text cannot hold: the call leaves it to psycopg,
+    which refuses it (libpq would send the text cut at the NUL: here, another queue's name), as the
+    query string does; the connection goes on."""
+    statement = "UPDATE durableq_queues SET delay_seconds = delay_seconds WHERE name = :name"
+    with durableq.open(pg_url, durability="normal") as broker:
+        broker.create_queue("jobs")
+        db = broker._rt.db
+        for name in ("jobs", "jobs", "jobs"):  # the call made at the second run, used at the third
+            with db.change() as conn:
+                assert conn.execute(statement, {"name": name}).rowcount == 1
+        with pytest.raises(durableq.InvalidParameterValue, match="cannot be stored"):
+            with db.change() as conn:
+                conn.execute(statement, {"name": "jobs\x00 and more"})
+        assert db.conn.idle
+        with db.change() as conn:
+            assert conn.execute(statement, {"name": "jobs"}).rowcount == 1
 
 
 def _waiting_for_the_writers_lock(admin: psycopg.Connection[Any]) -> bool:

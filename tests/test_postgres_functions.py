@@ -15,7 +15,9 @@ import pytest
 
 import durableq
 from durableq.engines.postgres.locks import writers_key
+from durableq.engines.postgres.prepared import placeholders
 from durableq.limits import DEFAULT_POSTGRES_SCHEMA
+from durableq.ops import claim_standard
 
 from .conftest import until
 
@@ -200,3 +202,19 @@ def test_a_role_without_temp_keeps_the_query_string(pg_url: str, admin: psycopg.
             assert jobs.receive() == []
     finally:
         admin.execute(f"DROP OWNED BY {role}; DROP ROLE {role}")
+
+
+def test_the_claims_plan_counts_the_messages_in_flight_once(pg_url: str) -> None:
+    """The in-flight room's count is one sub-plan of the claim, not one per mention of it in the room's
+    ``CASE`` (PostgreSQL pulled the scalar sub-select up and planned it three times: three sub-plans
+    to start at every claim, issue 30)."""
+    with durableq.open(pg_url, durability="normal") as broker:
+        jobs = broker.create_queue("jobs")
+        jobs.send("one")
+        conn = broker._rt.db.conn
+        queue_id = broker._rt.catalog.get(conn, "jobs").id
+        claim = claim_standard._CLAIM_HEAD[conn.dialect][False, "any"]
+        params = {"queue_id": queue_id, "now": 0, "limit": 1, "timeout": None, "cap": 10, "sealed": False}
+        plan = psycopg.ClientCursor(conn.raw).execute(f"EXPLAIN {placeholders(claim)}", params).fetchall()
+        in_flight = [line for (line,) in plan if "receive_count > 0" in line]
+        assert len(in_flight) == 1, "\n".join(line for (line,) in plan)

@@ -6,9 +6,9 @@ Why: a one-statement write sent as one query string (``BEGIN; EXECUTE <lock>; EX
 string, open a portal and send a reply per statement, and parse and coerce the statement's values from
 the text at every run: in a ``perf`` profile of the backend over send → receive → delete cycles,
 parsing the strings took 6 % of its CPU and the ``EXECUTE``s' own work (values, plan lookup, portal)
-13 % (issue 30; docs/benchmarks.md, W19).  A call of a function prepared by psycopg (extended protocol: the
-values bound, nothing parsed) runs the same steps as one statement, in its own transaction (the
-connection is in autocommit mode), whose commit follows the function's end.
+13 % (issue 30; docs/benchmarks.md, W19).  A call of a function prepared on the connection (extended
+protocol: the values bound, nothing parsed; :class:`Call`) runs the same steps as one statement, in its
+own transaction (the connection is in autocommit mode), whose commit follows the function's end.
 
 Why a temporary function per connection (``pg_temp``), built from the statement itself, and not one
 installed by a migration: the function is the operation's statement as the running code has it (a

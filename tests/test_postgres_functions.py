@@ -7,6 +7,7 @@ functions, or whose tables changed under them, goes on."""
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -218,3 +219,24 @@ def test_the_claims_plan_counts_the_messages_in_flight_once(pg_url: str) -> None
         plan = psycopg.ClientCursor(conn.raw).execute(f"EXPLAIN {placeholders(claim)}", params).fetchall()
         in_flight = [line for (line,) in plan if "receive_count > 0" in line]
         assert len(in_flight) == 1, "\n".join(line for (line,) in plan)
+
+
+def test_a_connection_the_server_ends_under_its_calls_is_replaced(
+    pg_url: str, admin: psycopg.Connection[Any]
+) -> None:
+    """The call that meets the dead connection fails with a durableq error (nothing sent twice), and
+    the thread's next call opens another connection, which makes its own functions."""
+    with durableq.open(pg_url, durability="normal") as broker:
+        jobs = broker.create_queue("jobs")
+        for n in range(3):
+            _cycle(jobs, f"warm {n}")
+        admin.execute("SELECT pg_terminate_backend(%s)", (broker._rt.db.conn.raw.info.backend_pid,))
+        try:
+            jobs.send("maybe")
+        except durableq.DatabaseError as exc:
+            assert "cannot reach the database" in str(exc)
+        for n in range(3):  # the third a call of the new connection's function
+            jobs.send(f"after {n}")
+        assert _last_statement(broker, admin).startswith("SELECT * FROM pg_temp.durableq_")
+        bodies = Counter(m.body for m in jobs.receive(max_messages=10))
+        assert all(bodies[f"after {n}"] == 1 for n in range(3)) and bodies["maybe"] <= 1

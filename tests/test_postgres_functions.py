@@ -7,6 +7,7 @@ functions, or whose tables changed under them, goes on."""
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,7 +16,9 @@ import pytest
 
 import durableq
 from durableq.engines.postgres.locks import writers_key
+from durableq.engines.postgres.prepared import placeholders
 from durableq.limits import DEFAULT_POSTGRES_SCHEMA
+from durableq.ops import claim_standard
 
 from .conftest import until
 
@@ -125,20 +128,48 @@ def test_a_failed_call_leaves_the_connection_idle(pg_url: str, admin: psycopg.Co
         assert jobs.receive() == []  # the blocked send left nothing
 
 
-@pytest.mark.parametrize("discard", ["DISCARD TEMP", "DISCARD TEMP; DEALLOCATE ALL"])
-def test_a_session_that_lost_its_functions_makes_them_again(pg_url: str, discard: str) -> None:
-    """Its functions gone, and its prepared statements too: each call that finds its function gone
-    runs as a query string (which prepares its statement again), and the function is made anew."""
+@pytest.mark.parametrize("discard", ["DISCARD TEMP", "DISCARD TEMP; DEALLOCATE ALL", "DEALLOCATE ALL"])
+def test_a_session_that_lost_its_functions_makes_them_again(
+    pg_url: str, admin: psycopg.Connection[Any], discard: str
+) -> None:
+    """Its functions gone, or its prepared statements (the calls' own too), or both: each call that
+    finds its function gone runs as a query string (which prepares its statement again), the function
+    is made anew, and a call prepared again; then each operation is one call again."""
     with durableq.open(pg_url, durability="normal") as broker:
         jobs = broker.create_queue("jobs")
         for n in range(2):
             _cycle(jobs, f"warm {n}")
         broker._rt.db.conn.raw.execute(discard)
-        assert _functions(broker) == []
+        if "TEMP" in discard:
+            assert _functions(broker) == []
         for n in range(3):  # a statement prepared again at its second run, its function made at its third
             _cycle(jobs, f"after {n}")
         assert _hot_functions(broker) == [1, 1, 1]
+        jobs.send("called again")
+        assert _last_statement(broker, admin).startswith("SELECT * FROM pg_temp.durableq_")
+        (message,) = jobs.receive()
+        assert message.body == "called again"
+        jobs.delete(message.receipt_handle)
         assert jobs.receive() == []
+
+
+def test_text_with_a_nul_is_refused_on_the_call_as_on_the_query_string(pg_url: str) -> None:
+    """Text with a NUL character, which PostgreSQL's text cannot hold: the call leaves it to psycopg,
+    which refuses it (libpq would send the text cut at the NUL: here, another queue's name), as the
+    query string does; the connection goes on."""
+    statement = "UPDATE durableq_queues SET delay_seconds = delay_seconds WHERE name = :name"
+    with durableq.open(pg_url, durability="normal") as broker:
+        broker.create_queue("jobs")
+        db = broker._rt.db
+        for name in ("jobs", "jobs", "jobs"):  # the call made at the second run, used at the third
+            with db.change() as conn:
+                assert conn.execute(statement, {"name": name}).rowcount == 1
+        with pytest.raises(durableq.InvalidParameterValue, match="cannot be stored"):
+            with db.change() as conn:
+                conn.execute(statement, {"name": "jobs\x00 and more"})
+        assert db.conn.idle
+        with db.change() as conn:
+            assert conn.execute(statement, {"name": "jobs"}).rowcount == 1
 
 
 def _waiting_for_the_writers_lock(admin: psycopg.Connection[Any]) -> bool:
@@ -172,3 +203,40 @@ def test_a_role_without_temp_keeps_the_query_string(pg_url: str, admin: psycopg.
             assert jobs.receive() == []
     finally:
         admin.execute(f"DROP OWNED BY {role}; DROP ROLE {role}")
+
+
+def test_the_claims_plan_counts_the_messages_in_flight_once(pg_url: str) -> None:
+    """The in-flight room's count is one sub-plan of the claim, not one per mention of it in the room's
+    ``CASE`` (PostgreSQL pulled the scalar sub-select up and planned it three times: three sub-plans
+    to start at every claim, issue 30)."""
+    with durableq.open(pg_url, durability="normal") as broker:
+        jobs = broker.create_queue("jobs")
+        jobs.send("one")
+        conn = broker._rt.db.conn
+        queue_id = broker._rt.catalog.get(conn, "jobs").id
+        claim = claim_standard._CLAIM_HEAD[conn.dialect][False, "any"]
+        params = {"queue_id": queue_id, "now": 0, "limit": 1, "timeout": None, "cap": 10, "sealed": False}
+        plan = psycopg.ClientCursor(conn.raw).execute(f"EXPLAIN {placeholders(claim)}", params).fetchall()
+        in_flight = [line for (line,) in plan if "receive_count > 0" in line]
+        assert len(in_flight) == 1, "\n".join(line for (line,) in plan)
+
+
+def test_a_connection_the_server_ends_under_its_calls_is_replaced(
+    pg_url: str, admin: psycopg.Connection[Any]
+) -> None:
+    """The call that meets the dead connection fails with a durableq error (nothing sent twice), and
+    the thread's next call opens another connection, which makes its own functions."""
+    with durableq.open(pg_url, durability="normal") as broker:
+        jobs = broker.create_queue("jobs")
+        for n in range(3):
+            _cycle(jobs, f"warm {n}")
+        admin.execute("SELECT pg_terminate_backend(%s)", (broker._rt.db.conn.raw.info.backend_pid,))
+        try:
+            jobs.send("maybe")
+        except durableq.DatabaseError as exc:
+            assert "cannot reach the database" in str(exc)
+        for n in range(3):  # the third a call of the new connection's function
+            jobs.send(f"after {n}")
+        assert _last_statement(broker, admin).startswith("SELECT * FROM pg_temp.durableq_")
+        bodies = Counter(m.body for m in jobs.receive(max_messages=10))
+        assert all(bodies[f"after {n}"] == 1 for n in range(3)) and bodies["maybe"] <= 1

@@ -26,19 +26,21 @@ GROUP BY state
 _DEPTH = for_each_dialect(_depth)
 _OLDEST = "SELECT min(enqueued_at) FROM durableq_messages WHERE queue_id = ? AND enqueued_at > ?"
 # In flight at :now, counted from a range of the same index, up to :cap (the queue's limit).
-_IN_FLIGHT_COUNT = f"""(SELECT count(*) FROM (
+_IN_FLIGHT_ROWS = f"""(
   SELECT 1 FROM durableq_messages
-  WHERE queue_id = :queue_id AND {in_flight_sql()} LIMIT :cap) AS in_flight)"""
+  WHERE queue_id = :queue_id AND {in_flight_sql()} LIMIT :cap) AS in_flight"""
+_IN_FLIGHT_COUNT = f"(SELECT count(*) FROM {_IN_FLIGHT_ROWS})"
 #: SQL for how many more messages of ``:queue_id`` may go in flight now, at most ``:limit``.  It is a
 #: claim's LIMIT, so the in-flight limit holds inside the claim, whoever else receives at the same
 #: time.  Counting reads about 0.1 ms of index per 1,000 messages in flight, so it is skipped when a
 #: bound costing two index lookups proves there is room: no queue holds more messages than the span
-#: of row ids in the table.
+#: of row ids in the table.  The count is the aggregate of ``counted`` (not a sub-select of it, which
+#: PostgreSQL pulls up into each of the three mentions of ``n``: three sub-plans started at every claim).
 IN_FLIGHT_ROOM_SQL = f"""(SELECT CASE
   WHEN (SELECT max(id) FROM durableq_messages) - (SELECT min(id) FROM durableq_messages) + :limit < :cap
   THEN :limit
   ELSE (SELECT CASE WHEN n >= :cap THEN 0 WHEN :cap - n < :limit THEN :cap - n ELSE :limit END
-        FROM (SELECT {_IN_FLIGHT_COUNT} AS n) AS counted)
+        FROM (SELECT count(*) AS n FROM {_IN_FLIGHT_ROWS}) AS counted)
   END)"""
 _METRICS = f"""
 SELECT minute, {", ".join(COUNTER_COLUMNS)}

@@ -100,6 +100,12 @@ def close_quietly(raw: psycopg.Connection[Any], what: str) -> None:
         log.debug("closing %s failed", what, exc_info=True)
 
 
+@lru_cache(maxsize=64)
+def _statements(joined: str) -> tuple[str, ...]:
+    """The engine's own statements joined by ``"; "``, one by one.  Once per text, not per transaction."""
+    return tuple(joined.split("; "))
+
+
 @lru_cache(maxsize=1024)
 def _is_write(statement: str) -> bool:
     """Does ``statement`` change rows (so that its commit notifies)?  Once per statement text."""
@@ -133,7 +139,7 @@ class Connection:
         see :mod:`.prepared`; an ``executemany``'s in psycopg's pipeline mode), not on their own:
         ``BEGIN`` and the writers' lock cost no round trip of their own, and a transaction that runs
         no statement costs none at all."""
-        self._begin = tuple(statements.split("; "))
+        self._begin = _statements(statements)
 
     def each_statement(self, begin: str, end: str) -> None:
         """``Database.change()``: until :meth:`finish`, each statement runs in a transaction of its own,
@@ -141,7 +147,7 @@ class Connection:
         long poll listens, ``COMMIT``), sent together in one round trip; the statements of a
         :meth:`one_write` block share one.  SQLite's rule for a change (each statement commits on its
         own, unless grouped), so the operations, written for both engines, rely on no more."""
-        self._each = (tuple(begin.split("; ")), tuple(end.split("; ")))
+        self._each = (_statements(begin), _statements(end))
 
     def finish(self, command: str) -> None:
         """End the transaction with ``command`` (``COMMIT``, maybe after a ``NOTIFY``), unless it never
@@ -151,7 +157,7 @@ class Connection:
         if self._begin:
             self._begin = ()
             return
-        if each is not None and self.raw.info.transaction_status == TransactionStatus.IDLE:
+        if each is not None and self.raw.pgconn.transaction_status == TransactionStatus.IDLE:
             return
         self.run(command)
 
@@ -159,7 +165,7 @@ class Connection:
         if self._begin:
             begin, self._begin = self._begin, ()
             return self._one_round_trip(statement, parameters, begin, ())
-        if self._each is not None and self.raw.info.transaction_status == TransactionStatus.IDLE:
+        if self._each is not None and self.raw.pgconn.transaction_status == TransactionStatus.IDLE:
             return self._one_round_trip(statement, parameters, *self._each)
         if not parameters:  # nothing bound: psycopg sends the text as it is (a "%" stays one)
             return self._run(statement, lambda cursor: cursor.execute(statement))
@@ -176,7 +182,7 @@ class Connection:
             if self._begin:
                 begin, self._begin = self._begin, ()
                 self._pipelined(cursor, call, begin, ())
-            elif self._each is not None and self.raw.info.transaction_status == TransactionStatus.IDLE:
+            elif self._each is not None and self.raw.pgconn.transaction_status == TransactionStatus.IDLE:
                 self._pipelined(cursor, call, *self._each)
             else:
                 call(cursor)
@@ -246,7 +252,7 @@ class Connection:
         return (
             bool(self._begin)
             or self._each is not None
-            or self.raw.info.transaction_status != TransactionStatus.IDLE
+            or self.raw.pgconn.transaction_status != TransactionStatus.IDLE
         )
 
     def one_write(self) -> AbstractContextManager[None]:
@@ -256,7 +262,7 @@ class Connection:
         if (
             self._each is not None
             and not self._begin
-            and self.raw.info.transaction_status == TransactionStatus.IDLE
+            and self.raw.pgconn.transaction_status == TransactionStatus.IDLE
         ):
             return _OneWrite(self, self._each)
         if not self.in_transaction:
@@ -269,13 +275,13 @@ class Connection:
         return (
             not self._begin
             and not self.raw.closed
-            and self.raw.info.transaction_status == TransactionStatus.IDLE
+            and self.raw.pgconn.transaction_status == TransactionStatus.IDLE
         )
 
     @property
     def cut_off(self) -> bool:
         """Is a statement still under way (an interrupt came while the driver waited for it)?"""
-        return self.raw.info.transaction_status in (TransactionStatus.ACTIVE, TransactionStatus.UNKNOWN)
+        return self.raw.pgconn.transaction_status in (TransactionStatus.ACTIVE, TransactionStatus.UNKNOWN)
 
     def run(self, command: str) -> None:
         """A statement of the engine's own (no parameters; several may be joined by ``;``), after the

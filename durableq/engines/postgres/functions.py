@@ -6,9 +6,9 @@ Why: a one-statement write sent as one query string (``BEGIN; EXECUTE <lock>; EX
 string, open a portal and send a reply per statement, and parse and coerce the statement's values from
 the text at every run: in a ``perf`` profile of the backend over send → receive → delete cycles,
 parsing the strings took 6 % of its CPU and the ``EXECUTE``s' own work (values, plan lookup, portal)
-13 % (issue 30; docs/benchmarks.md, W19).  A call of a function prepared by psycopg (extended protocol: the
-values bound, nothing parsed) runs the same steps as one statement, in its own transaction (the
-connection is in autocommit mode), whose commit follows the function's end.
+13 % (issue 30; docs/benchmarks.md, W19).  A call of a function prepared on the connection (extended
+protocol: the values bound, nothing parsed; :class:`Call`) runs the same steps as one statement, in its
+own transaction (the connection is in autocommit mode), whose commit follows the function's end.
 
 Why a temporary function per connection (``pg_temp``), built from the statement itself, and not one
 installed by a migration: the function is the operation's statement as the running code has it (a
@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
-from psycopg import errors, pq
+from psycopg import errors, generators, pq
+from psycopg.abc import Transformer
 
 log = logging.getLogger(__name__)
 
@@ -41,25 +43,125 @@ log = logging.getLogger(__name__)
 _COUNT = "_durableq_changed"
 
 
-class Counted:
-    """The result of a statement without rows (the function's changed-row count): its ``rowcount``."""
+class Rows:
+    """A call's result: its rows (none for a statement without rows), and ``rowcount``, the rows it
+    returned or, for a statement without rows, the function's changed-row count."""
 
-    __slots__ = ("rowcount",)
+    __slots__ = ("_rows", "rowcount")
 
-    def __init__(self, rowcount: int) -> None:
+    def __init__(self, rows: list[Any], rowcount: int) -> None:
+        self._rows = rows
         self.rowcount = rowcount
 
     def fetchone(self) -> Any:
-        return None
+        return self._rows.pop(0) if self._rows else None
 
     def fetchall(self) -> list[Any]:
-        return []
+        rows, self._rows = self._rows, []
+        return rows
 
     def __iter__(self) -> Any:
-        return iter(())
+        return iter(self.fetchall())
 
     def close(self) -> None:
-        pass
+        self._rows = []
+
+
+class Plain(Exception):
+    """A value the call does not send itself (not an ``int``, ``str``, ``bool``, ``float``, ``bytes`` or
+    None, or text with a NUL character): psycopg binds it, on the query string."""
+
+
+#: The values' text forms, as the server reads a parameter of the function's type (``bytes``: binary).
+_TRUE, _FALSE = b"t", b"f"
+
+
+def _values(values: Sequence[object]) -> tuple[list[bytes | None], list[int]]:
+    """``values`` as the call sends them, and their formats (text 0, binary 1); :class:`Plain` if one is
+    not a plain value.  Why not psycopg's adaptation: a lookup of a dumper per value, a buffer per value
+    and a query object per call cost more client CPU than the server spends on the statement
+    (issue 30); a plain value's text form is what psycopg's own text dumpers send."""
+    out: list[bytes | None] = []
+    formats: list[int] = []
+    for value in values:
+        kind = type(value)
+        if kind is str:
+            if "\x00" in value:  # type: ignore[operator]
+                raise Plain  # psycopg refuses it with its own error, translated as today
+            out.append(value.encode())  # type: ignore[attr-defined]
+            formats.append(0)
+        elif kind is int:
+            out.append(b"%d" % value)  # type: ignore[str-format]
+            formats.append(0)
+        elif value is None:
+            out.append(None)
+            formats.append(0)
+        elif kind is bool:
+            out.append(_TRUE if value else _FALSE)
+            formats.append(0)
+        elif kind is bytes:
+            out.append(value)  # type: ignore[arg-type]
+            formats.append(1)  # bytea's binary form: the bytes as they are
+        elif kind is float:
+            out.append(repr(value).encode())
+            formats.append(0)
+        else:
+            raise Plain
+    return out, formats
+
+
+class Call:
+    """A statement's function, called through libpq's prepared-statement calls (``send_query_prepared``,
+    its values bound as text, the result read straight from the ``PGresult``): not psycopg's cursor,
+    whose query conversion, prepare cache, adaptation and result handling were 43 % of a cycle's
+    client CPU (issue 30).  Errors are psycopg's (:func:`psycopg.errors.error_from_result`), translated
+    by the engine as any other; the call waits as psycopg's own calls do (an interrupt cancels it)."""
+
+    __slots__ = ("_name", "_query", "_types", "rows")
+
+    def __init__(self, name: str, query: str, types: Sequence[int], rows: bool) -> None:
+        self._name = name.encode()
+        self._query = query.encode()
+        self._types = tuple(types)
+        #: Does it return the statement's rows (else the changed-row count)?
+        self.rows = rows
+
+    def prepare(self, raw: psycopg.Connection[Any]) -> None:
+        """Prepare the call on ``raw`` (idle), once per connection (again after a ``DEALLOCATE``)."""
+        with raw.lock:
+            raw.pgconn.send_prepare(self._name, self._query, param_types=self._types)
+            (result,) = raw.wait(generators.execute(raw.pgconn))
+        if result.status != pq.ExecStatus.COMMAND_OK:
+            error = errors.error_from_result(result, encoding=raw.info.encoding)
+            if not isinstance(error, errors.DuplicatePreparedStatement):
+                raise error  # (prepared already: by a variant whose types the server read alike)
+
+    def run(self, raw: psycopg.Connection[Any], loader: Transformer, values: Sequence[object]) -> Rows:
+        """One call with ``values``: its rows, or its changed-row count (see :class:`Rows`)."""
+        params, formats = _values(values)
+        result = self._send(raw, params, formats)
+        if result.status == pq.ExecStatus.FATAL_ERROR:
+            error = errors.error_from_result(result, encoding=raw.info.encoding)
+            if not isinstance(error, errors.InvalidSqlStatementName):
+                raise error
+            # Deallocated since (psycopg's DEALLOCATE ALL after a ROLLBACK): nothing ran.
+            self.prepare(raw)
+            result = self._send(raw, params, formats)
+            if result.status == pq.ExecStatus.FATAL_ERROR:
+                raise errors.error_from_result(result, encoding=raw.info.encoding)
+        if not self.rows:
+            return Rows([], int(result.get_value(0, 0) or 0))
+        count = result.ntuples
+        if not count:
+            return Rows([], 0)
+        loader.set_pgresult(result)
+        return Rows(loader.load_rows(0, count, tuple), count)
+
+    def _send(self, raw: psycopg.Connection[Any], params: list[bytes | None], formats: list[int]) -> Any:
+        with raw.lock:
+            raw.pgconn.send_query_prepared(self._name, params, param_formats=formats)
+            results = raw.wait(generators.execute(raw.pgconn))
+        return results[-1]
 
 
 class Unprepared(Exception):
@@ -80,12 +182,12 @@ def framed(begin: tuple[str, ...], end: tuple[str, ...]) -> bool:
 
 def make(
     raw: psycopg.Connection[Any], prepared: str, body: str, begin: tuple[str, ...], end: tuple[str, ...]
-) -> tuple[str, bool] | None:
+) -> Call | None:
     """Create the function of the statement prepared as ``prepared`` on ``raw`` (idle), whose text is
-    ``body`` (parameters ``$1``...), between ``begin`` and ``end`` (see :func:`framed`).  Returns the
-    call (psycopg's placeholders, one per parameter) and whether it returns the statement's rows (else
-    the changed-row count), or None if it cannot be made (the query string stays); :class:`Unprepared`
-    if the statement was deallocated since (psycopg's ``DEALLOCATE ALL`` after a rollback)."""
+    ``body`` (parameters ``$1``...), between ``begin`` and ``end`` (see :func:`framed`), and prepare its
+    call.  Returns the :class:`Call`, or None if it cannot be made (the query string stays);
+    :class:`Unprepared` if the statement was deallocated since (psycopg's ``DEALLOCATE ALL`` after a
+    rollback)."""
     try:
         described = raw.pgconn.describe_prepared(prepared.encode())
         if described.status != pq.ExecStatus.COMMAND_OK:
@@ -119,7 +221,10 @@ def make(
             )
         except errors.DuplicateFunction:
             pass  # made for another variant whose values' types the server read alike
+        arguments = ", ".join(f"${n}" for n in range(1, len(params) + 1))
+        call = Call(name, f"SELECT * FROM pg_temp.{name}({arguments})", params, bool(columns))
+        call.prepare(raw)
     except psycopg.Error:
         log.debug("no function for %s: the query string stays", prepared, exc_info=True)
         return None
-    return f"SELECT * FROM pg_temp.{name}({', '.join(['%s'] * len(params))})", bool(columns)
+    return call

@@ -30,6 +30,7 @@ from typing import Any
 
 import psycopg
 from psycopg import errors
+from psycopg.adapt import Transformer
 
 from ... import limits
 from ..base import Cursor, Params
@@ -37,6 +38,8 @@ from . import functions
 
 #: A statement's variant between its transaction's ``begin`` and ``end`` statements.
 _Framed = tuple[str, tuple[str, ...], tuple[str, ...]]
+#: A statement's variant whose call was not looked at yet.
+_UNMADE = object()
 
 #: Statements PostgreSQL can prepare (the others run as they are, their values bound the same way).
 _PREPARABLE = ("SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "VALUES")
@@ -152,17 +155,19 @@ def prepared(statement: str) -> Prepared | None:
 class Statements:
     """The statements one connection prepared, and its one-round-trip transactions."""
 
-    __slots__ = ("_calls", "_frames", "_prepared", "_raw")
+    __slots__ = ("_calls", "_frames", "_loader", "_prepared", "_raw")
 
     def __init__(self, raw: psycopg.Connection[Any]) -> None:
         self._raw = raw
+        #: Reads a call's rows with the connection's loaders (see :class:`.functions.Call`).
+        self._loader = Transformer(raw)
         #: By name: prepared (True), or seen once (False; prepared if it runs again).
         self._prepared: dict[str, bool] = {}
         #: By ``begin`` and ``end``: their text before and after a statement's (see :meth:`_frame`).
         self._frames: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, str]] = {}
-        #: By prepared statement, ``begin`` and ``end``: its function's call and whether it returns the
-        #: statement's rows (see :mod:`.functions`), or None where none could be made.
-        self._calls: dict[_Framed, tuple[str, bool] | None] = {}
+        #: By prepared statement, ``begin`` and ``end``: its function's call (see :mod:`.functions`), or
+        #: None where none could be made (or the statement is not a transaction of its own).
+        self._calls: dict[_Framed, functions.Call | None] = {}
 
     def round_trip(
         self,
@@ -192,16 +197,20 @@ class Statements:
                 self._prepare(variant)
             if not self._prepared.get(variant.name):
                 variant = None
-        if variant is not None and functions.framed(begin, end):
-            assert plan is not None
+        if variant is not None:
             key = (variant.name, begin, end)
-            call = self._calls.get(key)
-            if key not in self._calls:
+            call = self._calls.get(key, _UNMADE)
+            if call is _UNMADE:
+                call = None
                 try:
-                    call = self._calls[key] = functions.make(self._raw, variant.name, plan.body, begin, end)
+                    if functions.framed(begin, end):
+                        assert plan is not None
+                        call = functions.make(self._raw, variant.name, plan.body, begin, end)
+                    self._calls[key] = call
                 except functions.Unprepared:
                     pass  # the query string finds it deallocated and prepares it again; made next time
             if call is not None:
+                assert plan is not None and isinstance(call, functions.Call)
                 try:
                     return self._call(call, plan.order, parameters)
                 except (errors.UndefinedFunction, errors.DatatypeMismatch):
@@ -211,6 +220,8 @@ class Statements:
                     # string this time (nothing was committed: the call was its own transaction), and
                     # a function of the statement as it is now made at its next run.
                     del self._calls[key]
+                except functions.Plain:
+                    pass  # a value psycopg binds: the query string this time
         text = placeholders(statement) if variant is None else variant.execute
         try:
             return self._send(begin, text, end, parameters)
@@ -232,16 +243,10 @@ class Statements:
                 self._prepare(variant)
             return self._send(begin, text, end, parameters)
 
-    def _call(self, call: tuple[str, bool], order: tuple[str | int, ...], parameters: Params) -> Cursor:
+    def _call(self, call: functions.Call, order: tuple[str | int, ...], parameters: Params) -> Cursor:
         """One call of a statement's function (see :mod:`.functions`): its rows, or its changed-row
-        count as a :class:`.functions.Counted`."""
-        text, rows = call
-        values = list(map(parameters.__getitem__, order))  # type: ignore[arg-type]
-        cursor = self._raw.execute(text, values, prepare=True)
-        if rows:
-            return cursor
-        (count,) = cursor.fetchone()  # type: ignore[misc]
-        return functions.Counted(count)
+        count, as a :class:`.functions.Rows`."""
+        return call.run(self._raw, self._loader, list(map(parameters.__getitem__, order)))  # type: ignore[arg-type]
 
     def _send(
         self, begin: tuple[str, ...], text: str, end: tuple[str, ...], parameters: Params

@@ -16,7 +16,8 @@ import pytest
 
 import durableq
 from durableq.ops.waiting_receive import WaitingReceive
-from tests.test_long_poll_watcher import until_async, waiting
+from tests.conftest import until_async
+from tests.test_long_poll_watcher import waiting
 
 
 def empty_receives(queue: durableq.Queue) -> int:
@@ -46,7 +47,7 @@ def test_the_queues_own_wait_time_makes_it_wait(broker: durableq.Broker, queue: 
     async def scenario() -> list[durableq.Message]:
         with ThreadPoolExecutor(1) as executor:
             poll = asyncio.ensure_future(pending.result(executor))
-            await until_async(lambda: waiting(broker) == 1)
+            await until_async(lambda: waiting(broker) == 1, "the receive waits")
             await asyncio.get_running_loop().run_in_executor(executor, queue.send, "came later")
             return await poll
 

@@ -27,7 +27,6 @@ from .params import Params
 from .urls import Endpoint, namespace, queue_name
 from .wire import Request, Response, WireProtocol
 
-
 #: Request ids in SQS's form (a UUID): a random one per process whose last 48 bits count on.  As
 #: unique as a fresh ``uuid4()`` per request (which reads the OS's random source each time, a tenth
 #: of the event loop's own time per request); ``next`` on a ``count`` is atomic in CPython.

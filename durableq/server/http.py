@@ -75,6 +75,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             self._reading
             and self._deferred is None
             and self.sqs is not None
+            and app is self.app  # not uvicorn's own answer (its concurrency limit's 503)
             and cycle.scope["method"] == "POST"
             and not cycle.waiting_for_100_continue
         ):

@@ -23,7 +23,7 @@ from .dispatch import Dispatcher, Exchange, PendingReceive, error, protocol_of
 from .metrics import Metrics
 from .pool import BoundedPool, PoolBusy
 from .settings import HEALTH_PATH, METRICS_PATH, Bounds
-from .wire import Headers, Request, Response
+from .wire import Headers, Request, Response, WireProtocol
 
 access_log = logging.getLogger("durableq.server.access")
 
@@ -75,6 +75,72 @@ class SQSApp:
         exchange = Exchange()
         headers = Headers.from_asgi(scope["headers"])
         response = await self._respond(scope, headers, receive, exchange)
+        await self._answer(scope, send, response, exchange, started)
+
+    def serve_now(
+        self,
+        scope: Scope,
+        body: bytes,
+        write: Callable[[Response], None],
+        wait: Callable[[Callable[[Scope, Receive, Send], Awaitable[None]]], None],
+    ) -> None:
+        """A POST whose whole body has arrived, served from its connection's callbacks (``http.py``):
+        no ASGI task and no awaits, one hand-off to the pool and one back.  ``write`` sends the answer;
+        a receive that is to wait goes to ``wait``, which runs the ASGI app it is given for it.
+
+        What :meth:`__call__` does for such a request, in the same order; with one client a task,
+        its steps and the ASGI messages were a good part of the loop's time per request.
+        """
+        self._loop = asyncio.get_running_loop()
+        started = time.perf_counter()
+        exchange = Exchange()
+        headers = Headers.from_asgi(scope["headers"])
+        path = scope.get("raw_path", b"").decode("latin-1") or scope["path"]
+        request = Request("POST", path, scope.get("query_string", b"").decode("latin-1"), headers, body)
+        protocol = protocol_of(request)
+
+        def finish(response: Response) -> None:
+            exchange.status = response.status
+            write(response)
+            if access_log.isEnabledFor(logging.INFO):
+                _log(scope, exchange, time.perf_counter() - started)
+
+        def then(outcome: Response | PendingReceive | None, exc: BaseException | None) -> None:
+            if exc is not None:  # handle() answers every error but exits and cancellation
+                finish(error(protocol, errors.internal(exc), exchange))
+            elif isinstance(outcome, PendingReceive):
+                wait(
+                    lambda scope, receive, send: self._wait(scope, receive, send, outcome, exchange, started)
+                )
+            elif outcome is not None:
+                finish(outcome)
+
+        try:
+            guard.check_browser(headers, self._hosts)
+            self._pool.call(self._dispatcher.handle, (request, exchange), then)
+        except Exception as exc:  # noqa: BLE001 - the browser rule's refusal, PoolBusy: answered
+            finish(error(protocol, _as_wire(exc), exchange))
+
+    async def _wait(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        pending: PendingReceive,
+        exchange: Exchange,
+        started: float,
+    ) -> None:
+        """The ASGI app of a receive that :meth:`serve_now` began and that is to wait."""
+        await receive()  # the request's body, read already: the next message is the disconnect
+        try:
+            response = await self._receive(pending, receive)
+        except BaseException as exc:  # noqa: BLE001 - _failed answers every error (and re-raises cancellation)
+            response = self._failed(pending.protocol, exc, exchange)
+        await self._answer(scope, send, response, exchange, started)
+
+    async def _answer(
+        self, scope: Scope, send: Send, response: Response, exchange: Exchange, started: float
+    ) -> None:
         exchange.status = response.status
         await send(
             {
@@ -121,14 +187,17 @@ class SQSApp:
             if isinstance(outcome, PendingReceive):
                 return await self._receive(outcome, receive)
             return outcome
-        except ClientGone:
+        except BaseException as exc:  # noqa: BLE001 - _failed answers every error (and re-raises cancellation)
+            return self._failed(protocol, exc, exchange)
+
+    def _failed(self, protocol: WireProtocol, exc: BaseException, exchange: Exchange) -> Response:
+        if isinstance(exc, ClientGone):
             exchange.code = "ClientGone"
             return Response(499, b"")  # nobody reads it; the access log shows what happened
-        except BaseException as exc:  # noqa: BLE001 - error() answers every error (and re-raises cancellation)
-            response = error(protocol, _as_wire(exc), exchange)
-            if response.status in (408, 413):  # the body was not read: this connection cannot go on
-                response.headers["Connection"] = "close"
-            return response
+        response = error(protocol, _as_wire(exc), exchange)
+        if response.status in (408, 413):  # the body was not read: this connection cannot go on
+            response.headers["Connection"] = "close"
+        return response
 
     async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await self._pool.run(fn, *args)

@@ -16,6 +16,7 @@ scripts can read the answers.  So:
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Iterable
 
@@ -95,7 +96,10 @@ def _normal(name: str) -> str:
     return name.strip().rstrip(".").lower()
 
 
+@functools.lru_cache(maxsize=256)
 def _is_address(name: str) -> bool:
+    # Cached: a client sends the same Host on every request, and parsing an address is a good part
+    # of the loop's own time per request (the cache is bounded: any Host may be sent).
     try:
         ipaddress.ip_address(name.strip("[]"))
     except ValueError:

@@ -7,20 +7,31 @@ how many connections are open.  This subclass adds those, from
 :class:`~durableq.server.settings.Bounds`, and answers anything uvicorn
 refuses as malformed with an SQS error in the request's protocol rather than
 plain text.  The body's bounds are the application's (``app.py``).
+
+A POST whose body arrives with its head (what an SDK's request is) skips
+ASGI: it goes to :meth:`SQSApp.serve_now <durableq.server.app.SQSApp.serve_now>`
+at the end of the ``data_received`` that brought it, and its answer is
+written here, without a task per request, its steps and the ASGI messages
+(with one client they were a good part of the event loop's time per
+request).  Everything else, and a receive that is to wait, runs the ASGI
+application as uvicorn does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol, RequestResponseCycle
 
 from . import protocol_json, protocol_query
 from .errors import WireError
 from .settings import Bounds
 from .wire import Headers, Request, Response, WireProtocol
+
+if TYPE_CHECKING:
+    from .app import SQSApp
 
 
 class _Refused(Exception):
@@ -31,9 +42,13 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     """One connection: uvicorn's protocol, plus the head's size and time bounds and the connection cap."""
 
     bounds: Bounds = Bounds()
+    #: Serves complete POSTs without ASGI (None: every request goes through the ASGI app).
+    sqs: SQSApp | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self._reading = False
+        self._deferred: tuple[RequestResponseCycle, Any] | None = None
         self._head_bytes = 0
         self._refusal: WireError | None = None
         self._head_timer: asyncio.TimerHandle | None = None
@@ -42,6 +57,73 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_head_timer()
         super().connection_lost(exc)
+
+    # -- a complete POST, served without ASGI ----------------------------------------
+
+    def data_received(self, data: bytes) -> None:
+        self._reading = True
+        try:
+            super().data_received(data)
+        finally:
+            self._reading = False
+        deferred, self._deferred = self._deferred, None
+        if deferred is not None:
+            self._serve(*deferred)
+
+    def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
+        if (
+            self._reading
+            and self._deferred is None
+            and self.sqs is not None
+            and app is self.app  # not uvicorn's own answer (its concurrency limit's 503)
+            and cycle.scope["method"] == "POST"
+            and not cycle.waiting_for_100_continue
+        ):
+            self._deferred = (cycle, app)  # its body may be in this same data: see _serve
+            return
+        super()._start_asgi_task(cycle, app)
+
+    def _serve(self, cycle: RequestResponseCycle, app: Any) -> None:
+        """A POST whose head came in the data just read: served now if its body came too."""
+        if (
+            self.sqs is None
+            or cycle.more_body  # still coming: the application reads it, within its time bound
+            or len(cycle.body) > self.bounds.max_request_bytes  # the application refuses it (413)
+            or self.transport.is_closing()
+        ):
+            super()._start_asgi_task(cycle, app)
+            return
+        body, cycle.body = bytes(cycle.body), bytearray()
+        start = super()._start_asgi_task
+        self.sqs.serve_now(
+            cast(dict[str, Any], cycle.scope),  # uvicorn's TypedDict, the app's plain mapping
+            body,
+            lambda response: self._write(cycle, response),
+            lambda waiting: start(cycle, cast(Any, waiting)),
+        )
+
+    def _write(self, cycle: RequestResponseCycle, response: Response) -> None:
+        """The answer of a request served by :meth:`_serve`, in one write, as uvicorn ends a response."""
+        if cycle.disconnected or cycle.response_complete:
+            return  # the client has gone: nobody to answer
+        content = [STATUS_LINE[response.status]]
+        for name, value in cycle.default_headers:
+            content += (name, b": ", value, b"\r\n")
+        for text, value_text in response.headers.items():
+            content += (text.lower().encode("latin-1"), b": ", value_text.encode("latin-1"), b"\r\n")
+        content += (b"content-length: ", str(len(response.body)).encode("latin-1"), b"\r\n")
+        if response.headers.get("Connection") == "close":
+            cycle.keep_alive = False
+        elif not cycle.keep_alive:  # an HTTP/1.0 client, a server shutting down
+            content.append(b"connection: close\r\n")
+        content += (b"\r\n", response.body)
+        cycle.response_started = cycle.response_complete = True
+        cycle.waiting_for_100_continue = False
+        cycle.message_event.set()
+        self.transport.write(b"".join(content))
+        if not cycle.keep_alive:
+            self.transport.close()
+        cycle.on_response()
 
     # -- the request head ----------------------------------------------------------
 
@@ -182,6 +264,7 @@ _REASONS = {
 }
 
 
-def protocol_class(bounds: Bounds) -> type[BoundedHttpToolsProtocol]:
-    """The protocol class uvicorn instantiates per connection, with these bounds."""
-    return type("BoundedHttpToolsProtocol", (BoundedHttpToolsProtocol,), {"bounds": bounds})
+def protocol_class(bounds: Bounds, sqs: SQSApp | None = None) -> type[BoundedHttpToolsProtocol]:
+    """The protocol class uvicorn instantiates per connection, with these bounds; with ``sqs``, complete
+    POSTs go to ``sqs.serve_now`` (the app uvicorn runs must be that same ``sqs``)."""
+    return type("BoundedHttpToolsProtocol", (BoundedHttpToolsProtocol,), {"bounds": bounds, "sqs": sqs})

@@ -81,6 +81,22 @@ class BoundedPool(Executor):
         self._put((call, (), done))
         return await future
 
+    def call(
+        self, fn: Callable[..., T], args: tuple[Any, ...], then: Callable[[Any, BaseException | None], None]
+    ) -> None:
+        """``fn(*args)`` in a pool thread, then ``then(value, error)`` on the running event loop
+        (PoolBusy at once when the pool is full): :meth:`run` without its future and the task that
+        awaits it, for a request served from its connection's callbacks (``http.py``)."""
+        loop = asyncio.get_running_loop()
+
+        def done(value: Any, exc: BaseException | None) -> None:
+            try:
+                loop.call_soon_threadsafe(then, value, exc)
+            except RuntimeError:  # the loop is closed: nobody waits for the answer any more
+                pass
+
+        self._put((fn, args, done))
+
     def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
         """The ``Executor`` form (``run_in_executor``, a long poll's looks)."""
         future: Future[T] = Future()

@@ -110,7 +110,7 @@ def start(
         )
         config = uvicorn.Config(
             app,
-            http=http or protocol_class(bounds),
+            http=http or protocol_class(bounds, app),
             ws="none",
             loop=loop,
             lifespan="off",

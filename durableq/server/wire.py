@@ -22,8 +22,19 @@ class Headers:
 
     @classmethod
     def from_asgi(cls, raw: Iterable[tuple[bytes, bytes]]) -> Headers:
-        # HTTP header bytes are Latin-1 by definition: every byte string decodes.
-        return cls((name.decode("latin-1"), value.decode("latin-1")) for name, value in raw)
+        # HTTP header bytes are Latin-1 by definition: every byte string decodes.  One loop, no
+        # generator of pairs: this runs on the event loop for every request.
+        headers = cls.__new__(cls)
+        items: dict[str, list[str]] = {}
+        for name, value in raw:
+            key = name.decode("latin-1").lower()
+            values = items.get(key)
+            if values is None:
+                items[key] = [value.decode("latin-1")]
+            else:
+                values.append(value.decode("latin-1"))
+        headers._items = items
+        return headers
 
     @overload
     def get(self, name: str) -> str | None: ...

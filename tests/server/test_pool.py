@@ -8,6 +8,7 @@ import threading
 import pytest
 
 from durableq.server.pool import BoundedPool, PoolBusy
+from tests.test_long_poll_watcher import until_async
 
 
 def test_a_call_comes_back_to_the_loop_with_its_value_or_its_error() -> None:
@@ -24,6 +25,43 @@ def test_a_call_comes_back_to_the_loop_with_its_value_or_its_error() -> None:
     finally:
         pool.shutdown()
     assert pool.outstanding == 0
+
+
+def test_a_call_with_a_callback_runs_in_a_thread_and_calls_back_on_the_loop() -> None:
+    """``call``: the function in a pool thread, its outcome handed to ``then`` on the loop's thread."""
+    pool = BoundedPool(1, 0)
+
+    async def scenario() -> list[tuple[object, object, bool]]:
+        loop_thread = threading.get_ident()
+        outcomes: list[tuple[object, object, bool]] = []
+        done = asyncio.Event()
+
+        def then(value: object, exc: BaseException | None) -> None:
+            outcomes.append((value, type(exc), threading.get_ident() == loop_thread))
+            if len(outcomes) == 2:
+                done.set()
+
+        gate = threading.Event()
+
+        def held() -> int:
+            gate.wait(30)
+            return threading.get_ident()
+
+        pool.call(held, (), then)
+        with pytest.raises(PoolBusy):  # one thread, no waiting room: the second is refused at once
+            pool.call(sum, ((1, 2),), then)
+        gate.set()
+        await until_async(lambda: pool.outstanding == 0)
+        pool.call(divmod, (1, 0), then)
+        await done.wait()
+        return outcomes
+
+    try:
+        (ident, no_error, on_loop), (nothing, error, also_on_loop) = asyncio.run(scenario())
+    finally:
+        pool.shutdown()
+    assert ident != threading.get_ident() and no_error is type(None) and on_loop
+    assert nothing is None and error is ZeroDivisionError and also_on_loop
 
 
 def test_a_light_load_keeps_to_one_thread() -> None:

@@ -12,6 +12,7 @@ import json
 import socket
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -134,3 +135,53 @@ def test_pipelined_requests_are_answered_in_full_and_in_order(running: Server) -
             urls.append(json.loads(body)["QueueUrl"])
         assert [url.rsplit("/", 1)[1] for url in urls] == names
         assert buffered == b""
+
+
+# -- a POST whose body came with its head is served without ASGI (http.py); the rest through it --------
+
+
+def header_names(head: bytes) -> list[str]:
+    return sorted(line.partition(b":")[0].decode().lower() for line in head.split(b"\r\n")[1:])
+
+
+def test_an_answer_served_without_asgi_has_the_head_of_one_served_through_it(running: Server) -> None:
+    """A POST (served from the connection's callbacks) and a GET (through the ASGI app) of one action:
+    the same headers, each request its own UUID request id."""
+    with connect(running) as sock:
+        buffered = bytearray()
+        sock.sendall(json_request("ListQueues", {}))
+        post_status, post_head, post_body = read_answer(sock, buffered)
+        sock.sendall(
+            b"GET /?Action=ListQueues HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Amz-Target: AmazonSQS.ListQueues\r\n"
+            b"Content-Type: application/x-amz-json-1.0\r\n\r\n"
+        )
+        get_status, get_head, get_body = read_answer(sock, buffered)
+    assert (post_status, json.loads(post_body)) == (get_status, json.loads(get_body)) == (200, {})
+    assert header_names(post_head) == header_names(get_head)
+    ids = [
+        head.lower().partition(b"x-amzn-requestid: ")[2].partition(b"\r\n")[0].decode()
+        for head in (post_head, get_head)
+    ]
+    assert ids[0] != ids[1] and all(uuid.UUID(i).version == 4 for i in ids), ids
+
+
+def test_a_body_sent_after_its_head_is_read_and_answered(running: Server) -> None:
+    """The head alone, then the body: the request goes to the ASGI app, which reads the body."""
+    request = json_request("CreateQueue", {"QueueName": "late-body"})
+    head, _, body = request.partition(b"\r\n\r\n")
+    with connect(running) as sock:
+        sock.sendall(head + b"\r\n\r\n")
+        sock.sendall(body)
+        status, _, answer = read_answer(sock, bytearray())
+    assert status == 200 and json.loads(answer)["QueueUrl"].endswith("/late-body")
+
+
+def test_an_http_1_0_post_is_answered_and_its_connection_closed(running: Server) -> None:
+    request = json_request("ListQueues", {}).replace(b"HTTP/1.1", b"HTTP/1.0", 1)
+    with connect(running) as sock:
+        sock.sendall(request)
+        buffered = bytearray()
+        status, head, body = read_answer(sock, buffered)
+        assert status == 200 and json.loads(body) == {}
+        assert b"connection: close" in head.lower()
+        assert sock.recv(65536) == b"", "the server keeps an HTTP/1.0 connection open"

@@ -197,6 +197,14 @@ class QueueHandle:
             self._rt, self._to, max_messages, visibility_timeout, wait_time, attempt_id
         )
 
+    def put_back(self, messages: list[Message], *, attempt_id: str | None = None) -> None:
+        """Undo the receive that returned ``messages`` when their receiver never got them (a server
+        whose client hung up before the answer was written): visible again at once, their receive
+        not counted, as if never received.  ``attempt_id``: the receive's; a FIFO receive with one
+        keeps its messages for the retry.  Not for messages a consumer has worked on: use
+        :meth:`change_visibility` with 0."""
+        message_calls.put_back(self._rt, self._to, messages, attempt_id)
+
     # -- delete, visibility, respond ----------------------------------------------
 
     def delete(self, receipt_handle: str, *, transaction: Transaction | None = None) -> None:

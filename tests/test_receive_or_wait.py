@@ -80,3 +80,26 @@ def test_it_checks_its_arguments_as_receive_does(queue: durableq.Queue) -> None:
         queue.receive_or_wait(wait_time=21)
     with pytest.raises(durableq.InvalidParameterValue, match="max_messages"):
         queue.receive_or_wait(max_messages=11)
+
+
+def test_put_back_undoes_a_receive_its_receiver_never_got(queue: durableq.Queue) -> None:
+    """What a server does when its client hung up before the answer was written: the messages are
+    visible again at once and their receive is not counted (change_visibility(0) would count it)."""
+    queue.send("a")
+    first = queue.receive_or_wait(visibility_timeout=600)
+    assert isinstance(first, list) and [m.body for m in first] == ["a"]
+    queue.put_back(first)
+    [again] = queue.receive(visibility_timeout=600)
+    assert (again.body, again.receive_count) == ("a", 1)
+    queue.put_back([])  # nothing to undo: no write at all
+
+
+def test_put_back_keeps_a_fifo_receive_with_an_attempt_id_for_its_retry(fifo: durableq.Queue) -> None:
+    """The retry with the same attempt id is SQS's way to recover a lost answer: it is handed the same
+    messages, so they are not made visible to anyone else in between."""
+    fifo.send("a", group_id="g", deduplication_id="1")
+    first = fifo.receive(attempt_id="try-1", visibility_timeout=600)
+    fifo.put_back(first, attempt_id="try-1")
+    assert fifo.receive(visibility_timeout=600) == []  # still held for the retry
+    [retried] = fifo.receive(attempt_id="try-1", visibility_timeout=600)
+    assert retried.receipt_handle == first[0].receipt_handle

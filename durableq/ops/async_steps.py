@@ -28,11 +28,10 @@ async def drive(
     steps: Steps,
     waiter: AsyncWaiter,
     executor: Executor | None,
-    put_back: Callable[[list[str]], None],
-    attempt_id: str | None,
+    put_back: Callable[[list[Message]], None],
     name: str,
 ) -> list[Message]:
-    """Run the steps of a receive from queue ``name`` to their result; ``put_back(handles)`` undoes
+    """Run the steps of a receive from queue ``name`` to their result; ``put_back(messages)`` undoes
     the claims of a look that ran on after the receive was abandoned."""
     loop = asyncio.get_running_loop()
     stepper = _Stepper(steps)
@@ -48,7 +47,7 @@ async def drive(
     except BaseException:
         stepper.abandon()  # cancelled (the client left, the server stops) or failed
         if step is not None:
-            await _settle(step, loop, executor, put_back, attempt_id, name)
+            await _settle(step, loop, executor, put_back, name)
         raise
 
 
@@ -56,8 +55,7 @@ async def _settle(
     step: asyncio.Future[_Step],
     loop: asyncio.AbstractEventLoop,
     executor: Executor | None,
-    put_back: Callable[[list[str]], None],
-    attempt_id: str | None,
+    put_back: Callable[[list[Message]], None],
     name: str,
 ) -> None:
     """The look that ran when its receive was abandoned ends first (a thread cannot be stopped);
@@ -69,32 +67,25 @@ async def _settle(
     if not (done and value):
         return
     messages: list[Message] = value  # type: ignore[assignment]
-    if attempt_id is not None and messages[0].sequence_number is not None:
-        # A FIFO receive with an attempt id: its retry (the same id) may have been handed these
-        # very messages and handles already; putting them back would show them to a third
-        # receiver inside the retry's visibility timeout.  They wait for the retry instead, as
-        # a lost answer's do (SQS's way to recover one), or for their visibility timeout.
-        return
-    handles = [m.receipt_handle for m in messages]
     # The given executor, else the loop's own: the endpoint's pool refuses work when full
     # (PoolBusy), and a shut-down one refuses everything (RuntimeError); last, this thread.
     for pool in (executor, None):
         try:
-            back = loop.run_in_executor(pool, put_back, handles)
+            back = loop.run_in_executor(pool, put_back, messages)
             break
         except Exception:  # noqa: BLE001 - refused: the next way
             continue
     else:
         back = loop.create_future()
         try:
-            put_back(handles)
+            put_back(messages)
             back.set_result(None)
         except Exception as exc:  # noqa: BLE001 - reported below, as a pool thread's failure is
             back.set_exception(exc)
     await outlast(back)
     if not back.cancelled() and (failed := back.exception()) is not None:
         # Not put back: they come back when their visibility timeout ends, as a lost answer's would.
-        log.warning("could not put back %d messages of %r: %s", len(handles), name, failed)
+        log.warning("could not put back %d messages of %r: %s", len(messages), name, failed)
 
 
 class _Stepper:

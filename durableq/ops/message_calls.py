@@ -234,6 +234,10 @@ def receive_start(
     return rt.receiver.start(to.name, max_messages, visibility_timeout, wait_time, attempt_id, to.virtual)
 
 
+def put_back(rt: Runtime, to: QueueRef, messages: list[Message], attempt_id: str | None) -> None:
+    rt.receiver.put_back(to.name, messages, attempt_id)
+
+
 def _check_receive(
     max_messages: int, visibility_timeout: int | None, wait_time: int | None, attempt_id: str | None
 ) -> None:

@@ -123,10 +123,20 @@ class Receiver:
         steps = self._steps(
             name, max_messages, visibility_timeout, wait_time, attempt_id, waiter, virtual, first
         )
-        put_back = functools.partial(self._put_back, name)
-        return await async_steps.drive(steps, waiter, executor, put_back, attempt_id, name)
+        put_back = functools.partial(self.put_back, name, attempt_id=attempt_id)
+        return await async_steps.drive(steps, waiter, executor, put_back, name)
 
-    def _put_back(self, name: str, handles: list[str]) -> None:
+    def put_back(self, name: str, messages: list[Message], attempt_id: str | None = None) -> None:
+        """Undo the receive that claimed ``messages`` of queue ``name`` for a receiver that left before
+        it got them: visible at once, their receive uncounted (``visibility.put_back``).
+
+        Not a FIFO receive with an attempt id: its retry (the same id) may have been handed these very
+        messages and handles already; putting them back would show them to a third receiver inside
+        the retry's visibility timeout.  They wait for the retry instead, as a lost answer's do (SQS's
+        way to recover one), or for their visibility timeout."""
+        if not messages or (attempt_id is not None and messages[0].sequence_number is not None):
+            return
+        handles = [m.receipt_handle for m in messages]
         with self._db.write() as conn:
             visibility.put_back(conn, self._catalog, name, handles, self._clock_ms())
 

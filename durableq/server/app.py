@@ -26,6 +26,7 @@ from .settings import HEALTH_PATH, METRICS_PATH, Bounds
 from .wire import Headers, Request, Response, WireProtocol
 
 access_log = logging.getLogger("durableq.server.access")
+log = logging.getLogger(__name__)
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -81,11 +82,12 @@ class SQSApp:
         self,
         scope: Scope,
         body: bytes,
-        write: Callable[[Response], None],
+        write: Callable[[Response], bool],
         wait: Callable[[Callable[[Scope, Receive, Send], Awaitable[None]]], None],
     ) -> None:
         """A POST whose whole body has arrived, served from its connection's callbacks (``http.py``):
-        no ASGI task and no awaits, one hand-off to the pool and one back.  ``write`` sends the answer;
+        no ASGI task and no awaits, one hand-off to the pool and one back.  ``write`` sends the answer
+        (False: the client has gone, and what the request claimed is put back, see :meth:`_undo`);
         a receive that is to wait goes to ``wait``, which runs the ASGI app it is given for it.
 
         What :meth:`__call__` does for such a request, in the same order; with one client a task,
@@ -101,7 +103,8 @@ class SQSApp:
 
         def finish(response: Response) -> None:
             exchange.status = response.status
-            write(response)
+            if not write(response) and exchange.unanswered is not None:
+                self._undo(exchange.unanswered)  # the client left while its receive claimed
             if access_log.isEnabledFor(logging.INFO):
                 _log(scope, exchange, time.perf_counter() - started)
 
@@ -120,6 +123,22 @@ class SQSApp:
             self._pool.call(self._dispatcher.handle, (request, exchange), then)
         except Exception as exc:  # noqa: BLE001 - the browser rule's refusal, PoolBusy: answered
             finish(error(protocol, _as_wire(exc), exchange))
+
+    def _undo(self, unanswered: Callable[[], None]) -> None:
+        """Run what undoes a request whose answer reached nobody (a ReceiveMessage's claim: its
+        messages go back, visible and uncounted) in the pool, else in the loop's default executor
+        (the pool refuses work when full or shut down); a failure is logged: what was claimed then
+        comes back at its visibility timeout, as a lost answer's does."""
+
+        def done(_: object, exc: BaseException | None) -> None:
+            if exc is not None:
+                log.warning("could not put back an unanswered receive: %s", exc)
+
+        try:
+            self._pool.call(unanswered, (), done)
+        except Exception:  # noqa: BLE001 - PoolBusy, or shut down: the loop's default executor
+            future = asyncio.get_running_loop().run_in_executor(None, unanswered)
+            future.add_done_callback(lambda f: None if f.cancelled() else done(None, f.exception()))
 
     async def _wait(
         self,

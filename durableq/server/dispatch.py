@@ -8,10 +8,11 @@ waits.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,7 +44,7 @@ def new_request_id() -> str:
 class Exchange:
     """One request as the access log tells it."""
 
-    __slots__ = ("action", "code", "queue", "request_id", "status")
+    __slots__ = ("action", "code", "queue", "request_id", "status", "unanswered")
 
     def __init__(self) -> None:
         self.request_id = new_request_id()
@@ -51,6 +52,8 @@ class Exchange:
         self.queue = "-"
         self.status = 0
         self.code = ""
+        #: What undoes the request if its answer reaches nobody (a ReceiveMessage's claim), or None.
+        self.unanswered: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +131,12 @@ class Dispatcher:
             except DurableQError as exc:
                 raise in_sqs_words(action, call, exc) from exc
             if isinstance(first, list):  # as PendingReceive.respond answers
-                return protocol.result(action, received(view, first), exchange.request_id)
+                answer = protocol.result(action, received(view, first), exchange.request_id)
+                if first:  # the client may have gone while this look claimed: see SQSApp.serve_now
+                    exchange.unanswered = functools.partial(
+                        queue.put_back, first, attempt_id=keywords["attempt_id"]
+                    )
+                return answer
             return PendingReceive(protocol, first, view, exchange.request_id, call)
         return protocol.result(action, run(call), exchange.request_id)
 

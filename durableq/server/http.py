@@ -102,10 +102,11 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             lambda waiting: start(cycle, cast(Any, waiting)),
         )
 
-    def _write(self, cycle: RequestResponseCycle, response: Response) -> None:
-        """The answer of a request served by :meth:`_serve`, in one write, as uvicorn ends a response."""
-        if cycle.disconnected or cycle.response_complete:
-            return  # the client has gone: nobody to answer
+    def _write(self, cycle: RequestResponseCycle, response: Response) -> bool:
+        """The answer of a request served by :meth:`_serve`, in one write, as uvicorn ends a response;
+        False if the client has gone (nobody to answer)."""
+        if cycle.disconnected or cycle.response_complete or self.transport.is_closing():
+            return False
         content = [STATUS_LINE[response.status]]
         for name, value in cycle.default_headers:
             content += (name, b": ", value, b"\r\n")
@@ -124,6 +125,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         if not cycle.keep_alive:
             self.transport.close()
         cycle.on_response()
+        return True
 
     # -- the request head ----------------------------------------------------------
 

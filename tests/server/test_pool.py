@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from durableq.server.pool import BoundedPool, PoolBusy
-from tests.test_long_poll_watcher import until_async
+from tests.conftest import until_async
 
 
 def test_a_call_comes_back_to_the_loop_with_its_value_or_its_error() -> None:
@@ -51,7 +51,7 @@ def test_a_call_with_a_callback_runs_in_a_thread_and_calls_back_on_the_loop() ->
         with pytest.raises(PoolBusy):  # one thread, no waiting room: the second is refused at once
             pool.call(sum, ((1, 2),), then)
         gate.set()
-        await until_async(lambda: pool.outstanding == 0)
+        await until_async(lambda: pool.outstanding == 0, "the call has left the pool")
         pool.call(divmod, (1, 0), then)
         await done.wait()
         return outcomes

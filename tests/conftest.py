@@ -110,12 +110,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 #: suite on two, ``--dist loadgroup``), so that it starts once per run as without workers: the
 #: folder's tests share one local Spark session and one Chromium; a module of the endpoint's tests
 #: shares its server processes (module-scoped).  Every other test goes to whichever worker is free.
+#: The two slowest analytics modules start Spark in processes of their own (a standalone cluster,
+#: the command line), not the shared session: either worker, beside the rest of the analytics.
 XDIST_GROUPS = {"tests/analytics/": "spark", "tests/dashboard/": "browser"}
 XDIST_GROUPED_BY_MODULE = ("tests/server/",)
+XDIST_UNGROUPED = ("tests/analytics/test_cluster.py::", "tests/analytics/test_quiet.py::")
 
 
 def xdist_group(nodeid: str) -> str | None:
     """The worker group of a test (by its node id), or None: any worker."""
+    if nodeid.startswith(XDIST_UNGROUPED):
+        return None
     for folder, group in XDIST_GROUPS.items():
         if nodeid.startswith(folder):
             return group

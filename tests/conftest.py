@@ -156,6 +156,48 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("engine", engines)
 
 
+#: Tests that share an expensive fixture run on one pytest-xdist worker (``make test`` runs the
+#: suite on two, ``--dist loadgroup``), so that it starts once per run as without workers: the
+#: folder's tests share one local Spark session and one Chromium; a module of the endpoint's tests
+#: shares its server processes (module-scoped).  Every other test goes to whichever worker is free.
+#: The two slowest analytics modules start Spark in processes of their own (a standalone cluster,
+#: the command line), not the shared session: either worker, beside the rest of the analytics.
+XDIST_GROUPS = {"tests/analytics/": "spark", "tests/dashboard/": "browser"}
+XDIST_GROUPED_BY_MODULE = ("tests/server/",)
+XDIST_UNGROUPED = ("tests/analytics/test_cluster.py::", "tests/analytics/test_quiet.py::")
+
+
+def xdist_group(nodeid: str) -> str | None:
+    """The worker group of a test (by its node id), or None: any worker."""
+    if nodeid.startswith(XDIST_UNGROUPED):
+        return None
+    for folder, group in XDIST_GROUPS.items():
+        if nodeid.startswith(folder):
+            return group
+    if nodeid.startswith(XDIST_GROUPED_BY_MODULE):
+        return nodeid.split("::", 1)[0]
+    return None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` with the groups of :func:`xdist_group` besides ``xdist_group`` marks.
+
+    Not by adding marks: xdist passes a mark's group to its scheduler by rewriting the test's node
+    id, which pytest 9.2 no longer reads (pytest-xdist issue 1386), so the scheduler is told here.
+    """
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class Grouped(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope: str = super()._split_scope(nodeid)
+            return (scope if scope != nodeid else None) or xdist_group(nodeid) or nodeid
+
+    return Grouped(config, log)
+
+
 @pytest.fixture(scope="session")
 def pg_cluster() -> Iterator[pgcluster.Cluster]:
     """One throw-away PostgreSQL cluster for the run (fsync off: no test here cuts the power)."""

@@ -218,7 +218,7 @@ def test_a_receive_put_back_for_a_client_that_left_is_accepted(run: Run) -> None
     queue = run.process("std")
     queue.send("a")
     [claimed] = run.broker.get_queue("std").receive()  # for the client that left: never journaled
-    run.broker._rt.receiver._put_back("std", [claimed.receipt_handle])
+    run.broker.get_queue("std").put_back([claimed])
     (message,) = queue.receive()
     assert message.receive_count == 1
     queue.delete(message.receipt_handle)

@@ -3,11 +3,13 @@ other queues, transactions and bad input)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import durableq
 
-from .conftest import FakeClock
+from .conftest import FakeClock, payload_dir
 
 
 def test_put_back_twice_counts_the_receive_off_once(queue: durableq.Queue) -> None:
@@ -101,3 +103,22 @@ def test_put_back_inside_a_transaction_is_refused_clearly(
     queue.put_back(got)
     [again] = queue.receive(visibility_timeout=600)
     assert again.receive_count == 1
+
+
+def test_put_back_on_an_encrypted_queue_with_a_payload(
+    target: str, db_path: Path, clock: FakeClock, tmp_path: Path
+) -> None:
+    keyring = durableq.Keyring(tmp_path / "keys.json")
+    keyring.create("orders")
+    with durableq.open(
+        target, clock=clock, durability="normal", keyring=keyring, payload_dir=payload_dir(target, db_path)
+    ) as broker:
+        orders = broker.create_queue("orders", kms_master_key_id="alias/orders", large_payloads=True)
+        big = "secret " * 50_000
+        orders.send(big)
+        got = orders.receive(visibility_timeout=600)
+        orders.put_back(got)
+        [again] = orders.receive(visibility_timeout=600)
+        assert (again.body, again.receive_count) == (big, 1)
+        orders.delete(again.receipt_handle)
+        assert orders.receive() == []

@@ -47,3 +47,56 @@ def test_a_receive_whose_body_came_on_its_own_puts_back_what_nobody_got(
         assert got[0]["Attributes"]["ApproximateReceiveCount"] == "1"
     finally:
         server.shutdown()
+
+
+def test_pipelined_requests_in_one_write_are_each_answered_in_order(tmp_path: Path) -> None:
+    """Held: a receive, a send, a GET and an HTTP/1.0 receive in one write; the first is served on the
+    connection's callbacks, the others (queued behind it) through ASGI; the last closes the connection.
+    A SendMessage split at every byte and one with a chunked body are served too."""
+    server = serve(tmp_path / "q.db", port=0, durability="normal")
+    try:
+        sqs = impatient(server)
+        url = sqs.create_queue(QueueName="q")["QueueUrl"]
+        sqs.send_message(QueueUrl=url, MessageBody="first")
+        host, port = address(server)
+        receive = json_request("ReceiveMessage", {"QueueUrl": url, "VisibilityTimeout": 600})
+        data = (
+            receive
+            + json_request("SendMessage", {"QueueUrl": url, "MessageBody": "second"})
+            + f"GET /health HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode()
+            + receive.replace(b" HTTP/1.1\r\n", b" HTTP/1.0\r\n", 1)
+        )
+        with socket.create_connection((host, port)) as sock:
+            sock.sendall(data)
+            answers = _until_closed(sock)
+        assert answers.count(b"HTTP/1.1 ") == answers.count(b"HTTP/1.1 200 OK\r\n") == 4
+        bodies = [b'"Body": "first"', b'"MD5OfMessageBody"', b'"status": "ok"', b'"Body": "second"']
+        places = [answers.find(body) for body in bodies]
+        assert -1 not in places and places == sorted(places)
+        assert answers.lower().count(b"connection: close") == 1
+
+        with socket.create_connection((host, port)) as sock:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            for byte in json_request("SendMessage", {"QueueUrl": url, "MessageBody": "split"}):
+                sock.send(bytes([byte]))
+            assert sock.recv(20).startswith(b"HTTP/1.1 200")
+        chunked = json_request("SendMessage", {"QueueUrl": url, "MessageBody": "chunked"})
+        head, _, body = chunked.partition(b"\r\n\r\n")
+        head = b"\r\n".join(line for line in head.split(b"\r\n") if not line.startswith(b"Content-Length"))
+        with socket.create_connection((host, port)) as sock:
+            sock.sendall(
+                head + b"\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+            )
+            assert sock.recv(20).startswith(b"HTTP/1.1 200")
+        got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+        assert sorted(m["Body"] for m in got) == ["chunked", "split"]
+    finally:
+        server.shutdown()
+
+
+def _until_closed(sock: socket.socket) -> bytes:
+    sock.settimeout(30)
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    return data

@@ -103,3 +103,29 @@ def test_a_server_statement_timeout_under_a_call_is_a_durableq_error(
         assert "statement timeout" in said and "cannot reach" not in said and "not done" in said
         _cycle(jobs, "after")
         assert jobs.receive() == []
+
+
+def test_two_brokers_of_one_process_on_two_schemas_keep_to_their_own(pg_url: str) -> None:
+    """Each broker's calls are made on its own connections: a function or prepared statement of one
+    schema's broker never runs for the other's (the same statements, the same queue names)."""
+    with (
+        durableq.open(pg_url, durability="normal", schema="east") as east,
+        durableq.open(pg_url, durability="normal", schema="west") as west,
+    ):
+        a, b = east.create_queue("jobs"), west.create_queue("jobs")
+        for n in range(3):  # each makes its functions on its own connection, calls interleaved
+            _cycle(a, f"cycle {n}")
+            _cycle(b, f"cycle {n}")
+        for n in range(3):
+            a.send(f"left {n}")
+            b.send(f"right {n}")
+        assert sorted(m.body for m in a.receive(max_messages=10)) == ["left 0", "left 1", "left 2"]
+        assert sorted(m.body for m in b.receive(max_messages=10)) == ["right 0", "right 1", "right 2"]
+
+
+@pytest.mark.parametrize("word", ["left", "user", "select", "table"])
+def test_a_schema_named_by_a_reserved_word_is_refused_before_any_sql(pg_url: str, word: str) -> None:
+    """Found: a schema name of a-z passed the check but is written unquoted, so ``left`` or ``user``
+    failed in CREATE SCHEMA with PostgreSQL's "syntax error at or near" (a DatabaseError)."""
+    with pytest.raises(durableq.InvalidParameterValue, match="a word SQL reserves"):
+        durableq.open(pg_url, schema=word)

@@ -21,6 +21,9 @@ def test_put_back_twice_counts_the_receive_off_once(queue: durableq.Queue) -> No
     queue.put_back(first)
     [again] = queue.receive(visibility_timeout=600)
     assert again.receive_count == 1
+    queue.put_back([again, again])  # the same message twice in one call
+    [third] = queue.receive(visibility_timeout=600)
+    assert third.receive_count == 1
 
 
 def test_put_back_twice_on_a_fifo_queue(fifo: durableq.Queue) -> None:

@@ -27,6 +27,19 @@ ENTRIES = "entries"
 
 _QUEUE_NAME = re.compile(r"[A-Za-z0-9_-]+")
 _SCHEMA_NAME = re.compile(r"(?!pg_)[a-z_][a-z0-9_]*")
+# PostgreSQL's words that cannot name a schema unquoted (reserved, and type or function names such as
+# ``left``: pg_get_keywords() catcode R and T, to PostgreSQL 18).
+_SCHEMA_KEYWORDS = frozenset(
+    """all analyse analyze and any array as asc asymmetric authorization binary both case cast check
+    collate collation column concurrently constraint create cross current_catalog current_date
+    current_role current_schema current_time current_timestamp current_user default deferrable desc
+    distinct do else end except false fetch for foreign freeze from full grant group having ilike in
+    initially inner intersect into is isnull join lateral leading left like limit localtime
+    localtimestamp natural not notnull null offset on only or order outer overlaps placing primary
+    references returning right select session_user similar some symmetric system_user table
+    tablesample then to trailing true union unique user using variadic verbose when where window
+    with""".split()
+)
 _BATCH_ENTRY_ID = re.compile(r"[A-Za-z0-9_-]+")
 # Alphanumerics and ASCII punctuation, as SQS allows for FIFO ids.
 _FIFO_ID = re.compile(r"[!-~]+")
@@ -159,11 +172,11 @@ def schema_name(value: object) -> str:
         and len(value) <= limits.MAX_SCHEMA_NAME_LENGTH
         and _SCHEMA_NAME.fullmatch(value)
     ):
-        if value != "information_schema":
+        if value != "information_schema" and value not in _SCHEMA_KEYWORDS:
             return value
     raise InvalidParameterValue(
         template="schema must be 1 to {high} characters of a-z 0-9 _, not starting with a digit nor "
-        "pg_ (nor information_schema); got {value!r}",
+        "pg_ (nor information_schema, nor a word SQL reserves, such as user or left); got {value!r}",
         parameter="schema",
         value=value,
         high=limits.MAX_SCHEMA_NAME_LENGTH,

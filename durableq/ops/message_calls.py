@@ -235,7 +235,11 @@ def receive_start(
 
 
 def put_back(rt: Runtime, to: QueueRef, messages: list[Message], attempt_id: str | None) -> None:
-    rt.receiver.put_back(to.name, messages, attempt_id)
+    if not isinstance(messages, (list, tuple)) or not all(isinstance(m, Message) for m in messages):
+        raise InvalidParameterValue("put_back takes the list of durableq.Message a receive returned")
+    if attempt_id is not None:
+        validation.fifo_id("attempt_id", attempt_id)
+    rt.receiver.put_back(to.name, list(messages), attempt_id)
 
 
 def _check_receive(

@@ -66,10 +66,12 @@ WHERE id = :row AND receipt_handle = :handle AND queue_id = :queue_id AND {_UNEX
 RETURNING group_id, visible_at, message_id, receive_count
 """
 # A claim undone: the row visible at once and its receive uncounted (the SET reads the values before it).
+# Only while the claim holds (``visible_at > :now``): a second put_back of the same messages, or one
+# after their visibility timeout, finds them visible and counts nothing off twice.
 _PUT_BACK = """
 UPDATE durableq_messages SET visible_at = :now, receive_count = receive_count - 1,
   first_received_at = CASE WHEN receive_count = 1 THEN NULL ELSE first_received_at END
-WHERE id = :row AND receipt_handle = :handle AND queue_id = :queue_id
+WHERE id = :row AND receipt_handle = :handle AND queue_id = :queue_id AND visible_at > :now
 RETURNING group_id, visible_at, message_id, receive_count
 """
 _DIAGNOSE = f"""

@@ -76,6 +76,8 @@ class SQSApp:
         exchange = Exchange()
         headers = Headers.from_asgi(scope["headers"])
         response = await self._respond(scope, headers, receive, exchange)
+        if exchange.unanswered is not None and await _client_gone(receive):
+            self._undo(exchange.unanswered)  # as serve_now's answer that finds its client gone
         await self._answer(scope, send, response, exchange, started)
 
     def serve_now(
@@ -300,6 +302,22 @@ class SQSApp:
         await self._run(int)  # a no-op through the pool: 503 if it is full
         body = {"status": "ok", **self._state()}
         return Response(200, json.dumps(body).encode(), {"Content-Type": "application/json"})
+
+
+async def _client_gone(receive: Receive) -> bool:
+    """Whether the client of a request whose body has been read has gone already: the next ASGI message
+    is the disconnect, which uvicorn's ``receive`` returns at its first step once the connection is
+    lost (and otherwise waits for; that wait is cancelled here)."""
+    next_message = asyncio.ensure_future(receive())
+    await asyncio.sleep(0)  # one turn of the loop: the receive's first step runs before this resumes
+    if not next_message.done():
+        next_message.cancel()
+        return False
+    return (
+        not next_message.cancelled()
+        and next_message.exception() is None
+        and (next_message.result()["type"] == "http.disconnect")
+    )
 
 
 def _as_wire(exc: BaseException) -> BaseException:

@@ -24,6 +24,11 @@ def translate(exc: psycopg.Error, location: str, busy_timeout: float) -> Databas
         return DatabaseFull(f"{where}: the server is out of room ({text}); nothing was written")
     if isinstance(exc, (pgerrors.ReadOnlySqlTransaction, pgerrors.InsufficientPrivilege)):
         return DatabaseReadOnly(f"{where} cannot be written: {text}")
+    if isinstance(exc, pgerrors.QueryCanceled):  # an OperationalError, but the server answered
+        return DatabaseError(
+            f"{where}: the server cancelled the statement ({text}: its statement_timeout, or a cancel "
+            "request); the operation was not done"
+        )
     if isinstance(exc, psycopg.OperationalError):
         return DatabaseError(f"{where}: cannot reach the database ({text}); the operation was not done")
     return DatabaseError(f"{where}: {text}")

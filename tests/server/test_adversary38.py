@@ -39,6 +39,9 @@ def test_a_receive_whose_body_came_on_its_own_puts_back_what_nobody_got(
         sock.close()
         until(lambda: health(server)[1]["connections"] == before, "the server saw the hang-up")
         held_look.open()
+        # The look claims first (visible 1 before it is no sign of the put-back), then its answer finds
+        # the client gone and puts the message back.
+        until(lambda: not held_look.holding(), "the look has claimed")
         until(lambda: visible(sqs, url) == "1", "the unanswered claim is put back")
         got: list[dict[str, Any]] = sqs.receive_message(QueueUrl=url, AttributeNames=["All"]).get(
             "Messages", []

@@ -11,7 +11,7 @@ from durableq.server import serve
 from tests.conftest import HeldLook, until
 
 from .test_adversary37 import visible
-from .test_capacity import address, health, impatient, json_request
+from .test_capacity import address, answer, health, impatient, json_request
 
 
 def test_a_receive_whose_body_came_on_its_own_puts_back_what_nobody_got(
@@ -71,7 +71,7 @@ def test_pipelined_requests_in_one_write_are_each_answered_in_order(tmp_path: Pa
         )
         with socket.create_connection((host, port)) as sock:
             sock.sendall(data)
-            answers = _until_closed(sock)
+            answers = answer(sock)
         assert answers.count(b"HTTP/1.1 ") == answers.count(b"HTTP/1.1 200 OK\r\n") == 4
         bodies = [b'"Body": "first"', b'"MD5OfMessageBody"', b'"status": "ok"', b'"Body": "second"']
         places = [answers.find(body) for body in bodies]
@@ -95,11 +95,3 @@ def test_pipelined_requests_in_one_write_are_each_answered_in_order(tmp_path: Pa
         assert sorted(m["Body"] for m in got) == ["chunked", "split"]
     finally:
         server.shutdown()
-
-
-def _until_closed(sock: socket.socket) -> bytes:
-    sock.settimeout(30)
-    data = b""
-    while chunk := sock.recv(65536):
-        data += chunk
-    return data

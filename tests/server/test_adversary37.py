@@ -39,12 +39,7 @@ def test_a_hang_up_while_the_first_look_waits_for_the_write_lock_takes_nothing(t
             writer.execute("COMMIT")
             writer.close()
         until(lambda: not threads_inside(Receiver.start.__code__), "the first look has ended")
-        until(lambda: visible(sqs, url) == "1", "the unanswered claim is put back")  # after the look
-        got: list[dict[str, Any]] = sqs.receive_message(QueueUrl=url, AttributeNames=["All"]).get(
-            "Messages", []
-        )
-        assert [m["Body"] for m in got] == ["there before the look"]
-        assert got[0]["Attributes"]["ApproximateReceiveCount"] == "1"
+        assert_put_back(sqs, url, "there before the look")  # after the look
     finally:
         server.shutdown()
 
@@ -52,3 +47,12 @@ def test_a_hang_up_while_the_first_look_waits_for_the_write_lock_takes_nothing(t
 def visible(sqs: Any, url: str) -> str:
     attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
     return str(attributes["Attributes"]["ApproximateNumberOfMessages"])
+
+
+def assert_put_back(sqs: Any, url: str, body: str) -> None:
+    """The unanswered claim's message is visible again, and the next receive gets it, its receive
+    uncounted (a count of 1 is this receive's own)."""
+    until(lambda: visible(sqs, url) == "1", "the unanswered claim is put back")
+    got: list[dict[str, Any]] = sqs.receive_message(QueueUrl=url, AttributeNames=["All"]).get("Messages", [])
+    assert [m["Body"] for m in got] == [body]
+    assert got[0]["Attributes"]["ApproximateReceiveCount"] == "1"

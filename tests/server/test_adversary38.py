@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import socket
 from pathlib import Path
-from typing import Any
 
 from durableq.server import serve
 from tests.conftest import HeldLook, until
 
-from .test_adversary37 import visible
+from .test_adversary37 import assert_put_back
 from .test_capacity import address, answer, health, impatient, json_request
 
 
@@ -42,12 +41,7 @@ def test_a_receive_whose_body_came_on_its_own_puts_back_what_nobody_got(
         # The look claims first (visible 1 before it is no sign of the put-back), then its answer finds
         # the client gone and puts the message back.
         until(lambda: not held_look.holding(), "the look has claimed")
-        until(lambda: visible(sqs, url) == "1", "the unanswered claim is put back")
-        got: list[dict[str, Any]] = sqs.receive_message(QueueUrl=url, AttributeNames=["All"]).get(
-            "Messages", []
-        )
-        assert [m["Body"] for m in got] == ["there before the look"]
-        assert got[0]["Attributes"]["ApproximateReceiveCount"] == "1"
+        assert_put_back(sqs, url, "there before the look")
     finally:
         server.shutdown()
 
